@@ -1,0 +1,527 @@
+"""Attention mechanisms for the course, mirroring d2l-zh 2.0's API.
+
+Every deck imports this module (``import attention_utils as au``) and teaches
+from it; the decks never redefine what is here. Names, signatures, parameter
+names and shapes follow the book (``d2l==0.17.6``), so book code runs against
+this module and a book module's ``state_dict`` loads into ours. Where the book
+is wrong, this module is right, and ``tests/`` proves it:
+
+* nothing writes into a tensor it was given;
+* a query with ``valid_len == 0`` gets all-zero weights (zero output), never
+  NaN and never uniform weights over padding;
+* float16 and bfloat16 work, and masked weights are exactly 0;
+* bad input raises a ValueError that names what was expected and what came.
+
+Shape legend (as in ``F.scaled_dot_product_attention``):
+
+    B   batch size
+    L   number of queries (target length)
+    S   number of keys = number of values (source length)
+    E   query and key size (dot-product attention needs them equal)
+    Ev  value size
+    H   number of heads
+    h   hidden units (``num_hiddens``); each head gets d = h / H of them
+    n   sequence length where queries, keys and values are one sequence
+
+Mask convention, everywhere: a boolean mask is True where attention is
+*allowed*, as in ``F.scaled_dot_product_attention``. (``nn.MultiheadAttention``'s
+``key_padding_mask`` means the opposite: True = ignore.) Every mask is built
+from ``valid_lens`` by one helper, ``valid_lens_to_mask``.
+"""
+
+import math
+
+import matplotlib.pyplot as plt
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+__all__ = [
+    # masking
+    "valid_lens_to_mask",
+    "sequence_mask",
+    "masked_softmax",
+    "causal_valid_lens",
+    # scoring functions and attention layers
+    "AdditiveAttention",
+    "DotProductAttention",
+    "transpose_qkv",
+    "transpose_output",
+    "MultiHeadAttention",
+    "PositionalEncoding",
+    # Nadaraya-Watson kernel regression
+    "nw_target",
+    "nw_data",
+    "nw_kernel_regression",
+    "leave_one_out",
+    "NWKernelRegression",
+    # plotting
+    "show_heatmaps",
+    "plot",
+]
+
+
+# --------------------------------------------------------------------------
+# Input checks: bad input fails here, with a message, not deep in a reshape.
+# --------------------------------------------------------------------------
+
+def _check_rank(X, rank, name, shape_text):
+    if not isinstance(X, torch.Tensor):
+        raise ValueError(f"expected {name} to be a torch.Tensor of shape "
+                         f"{shape_text}, got {type(X).__name__}")
+    if X.dim() != rank:
+        raise ValueError(f"expected {name} of shape {shape_text} ({rank}-D), "
+                         f"got shape {tuple(X.shape)} ({X.dim()}-D)")
+
+
+def _check_qkv(queries, keys, values, query_size=None, key_size=None,
+               value_size=None):
+    """Check (B, L, ·), (B, S, ·), (B, S, ·) and, where given, the last sizes."""
+    _check_rank(queries, 3, "queries", "(B, L, E)")
+    _check_rank(keys, 3, "keys", "(B, S, E)")
+    _check_rank(values, 3, "values", "(B, S, Ev)")
+    if not queries.shape[0] == keys.shape[0] == values.shape[0]:
+        raise ValueError(
+            "expected queries, keys and values with the same batch size B, got "
+            f"{queries.shape[0]}, {keys.shape[0]} and {values.shape[0]}")
+    if keys.shape[1] != values.shape[1]:
+        raise ValueError(
+            "expected one value per key (keys (B, S, E), values (B, S, Ev)), "
+            f"got keys {tuple(keys.shape)} and values {tuple(values.shape)}")
+    for X, size, name in ((queries, query_size, "query_size"),
+                          (keys, key_size, "key_size"),
+                          (values, value_size, "value_size")):
+        if size is not None and X.shape[-1] != size:
+            raise ValueError(f"expected last dimension {name}={size}, "
+                             f"got shape {tuple(X.shape)}")
+
+
+# --------------------------------------------------------------------------
+# Masking
+# --------------------------------------------------------------------------
+
+def valid_lens_to_mask(valid_lens, num_queries, num_keys):
+    """Boolean mask, True where a query may attend to a key.
+
+    Args:
+        valid_lens: (B,) -- one length per sequence, shared by its L queries --
+            or (B, L) -- one length per query. Key j is kept when
+            ``j < valid_len``; lengths above S keep every key.
+        num_queries: L.  num_keys: S.
+
+    Returns:
+        (B, 1, S) for 1-D ``valid_lens`` and (B, L, S) for 2-D. Both broadcast
+        against scores (B, L, S); the 1-D case stays small on purpose.
+    """
+    if not isinstance(valid_lens, torch.Tensor):
+        valid_lens = torch.as_tensor(valid_lens)
+    if valid_lens.dim() == 1:
+        lens = valid_lens[:, None, None]                       # (B, 1, 1)
+    elif valid_lens.dim() == 2 and valid_lens.shape[1] == num_queries:
+        lens = valid_lens[:, :, None]                          # (B, L, 1)
+    else:
+        raise ValueError(
+            f"expected valid_lens of shape (B,) or (B, L) with L={num_queries}, "
+            f"got shape {tuple(valid_lens.shape)}")
+    if valid_lens.numel() and (valid_lens < 0).any():
+        raise ValueError("expected valid_lens >= 0, got "
+                         f"{valid_lens.min().item()} in {valid_lens.tolist()}")
+    positions = torch.arange(num_keys, device=valid_lens.device)  # (S,)
+    return positions < lens                                    # (B, 1 or L, S)
+
+
+def sequence_mask(X, valid_len, value=0):
+    """Return a copy of X with the entries past each row's length set to value.
+
+    Args:
+        X: (N, S, ...) -- N sequences of S steps (trailing dims allowed).
+        valid_len: (N,) -- the number of leading steps to keep per row.
+        value: what masked entries become.
+
+    Returns:
+        A new tensor like X. Unlike the book's version, X itself is untouched.
+    """
+    if not isinstance(X, torch.Tensor) or X.dim() < 2:
+        shape = tuple(X.shape) if isinstance(X, torch.Tensor) else type(X).__name__
+        raise ValueError(f"expected X of shape (N, S, ...), got {shape}")
+    if torch.as_tensor(valid_len).shape != (X.shape[0],):
+        raise ValueError(f"expected valid_len of shape ({X.shape[0]},), got "
+                         f"{tuple(torch.as_tensor(valid_len).shape)}")
+    keep = valid_lens_to_mask(valid_len, 1, X.shape[1])[:, 0]  # (N, S)
+    keep = keep.reshape(keep.shape + (1,) * (X.dim() - 2))     # (N, S, 1, ...)
+    return X.masked_fill(~keep.to(X.device), value)
+
+
+def masked_softmax(X, valid_lens=None):
+    """Softmax over the last axis that gives masked keys exactly zero weight.
+
+    Args:
+        X: (B, L, S) scores.
+        valid_lens: None (no mask), (B,) or (B, L); see ``valid_lens_to_mask``.
+
+    Returns:
+        (B, L, S) weights. Each row sums to 1 over its valid keys and is 0
+        elsewhere; a row with ``valid_len == 0`` is all zeros.
+    """
+    _check_rank(X, 3, "X", "(B, L, S)")
+    if valid_lens is None:
+        return F.softmax(X, dim=-1)
+    keep = valid_lens_to_mask(valid_lens, X.shape[1], X.shape[2])
+    keep = keep.to(X.device)                                   # (B, 1 or L, S)
+    if keep.shape[0] != X.shape[0]:
+        raise ValueError(f"expected valid_lens for B={X.shape[0]} sequences, "
+                         f"got {keep.shape[0]}")
+    # The book fills with -1e6: that overflows float16 and leaks weight when
+    # real scores lie below it. The dtype's own minimum fits every dtype, and
+    # masked_fill returns a new tensor, so the caller's X is left alone.
+    scores = X.masked_fill(~keep, torch.finfo(X.dtype).min)   # (B, L, S)
+    weights = F.softmax(scores, dim=-1)                        # (B, L, S)
+    # A fully masked row would come out uniform over padding. Zeroing the
+    # masked slots makes that row all zeros and every masked weight exactly 0.
+    return weights.masked_fill(~keep, 0.0)                     # (B, L, S)
+
+
+def causal_valid_lens(batch_size, num_steps, device=None):
+    """(B, T) lengths 1, 2, ..., T per row: query t sees keys 0..t only.
+
+    This is how the book's Transformer decoder masks the future during
+    training; it equals a lower-triangular ``torch.tril`` mask.
+    """
+    steps = torch.arange(1, num_steps + 1, device=device)     # (T,)
+    return steps.repeat(batch_size, 1)                         # (B, T)
+
+
+# --------------------------------------------------------------------------
+# Scoring functions
+# --------------------------------------------------------------------------
+
+class AdditiveAttention(nn.Module):
+    """a(q, k) = w_v^T tanh(W_q q + W_k k): queries and keys may differ in size.
+
+    Parameters ``W_q`` (query_size -> h), ``W_k`` (key_size -> h) and
+    ``w_v`` (h -> 1), all without bias, as in the book.
+    """
+
+    def __init__(self, key_size, query_size, num_hiddens, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
+        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        """queries (B, L, query_size), keys (B, S, key_size), values (B, S, Ev),
+        valid_lens None, (B,) or (B, L) -> (B, L, Ev).
+        Stores ``attention_weights`` (B, L, S), taken before dropout."""
+        _check_qkv(queries, keys, values, self.W_q.in_features,
+                   self.W_k.in_features)
+        queries, keys = self.W_q(queries), self.W_k(keys)     # (B, L, h), (B, S, h)
+        # Every query meets every key: broadcasting makes a (B, L, S, h)
+        # tensor, the memory cost of additive attention. tanh_ works in place
+        # on that fresh sum, so only one such tensor is alive at a time.
+        features = (queries.unsqueeze(2) + keys.unsqueeze(1)).tanh_()  # (B, L, S, h)
+        scores = features @ self.w_v.weight[0]                 # (B, L, S, h) @ (h,) -> (B, L, S)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return self.dropout(self.attention_weights) @ values   # (B, L, S) @ (B, S, Ev) -> (B, L, Ev)
+
+
+class DotProductAttention(nn.Module):
+    """a(q, k) = q^T k / sqrt(E): no parameters, but q and k must have size E."""
+
+    def __init__(self, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        """queries (B, L, E), keys (B, S, E), values (B, S, Ev),
+        valid_lens None, (B,) or (B, L) -> (B, L, Ev).
+        Stores ``attention_weights`` (B, L, S), taken before dropout."""
+        _check_qkv(queries, keys, values)
+        if queries.shape[-1] != keys.shape[-1]:
+            raise ValueError(
+                "expected queries and keys of the same size E, got queries "
+                f"{tuple(queries.shape)} and keys {tuple(keys.shape)}; "
+                "use AdditiveAttention for different sizes")
+        E = queries.shape[-1]
+        # With unit-variance entries q.k has variance E; dividing by sqrt(E)
+        # brings it back to 1 so softmax does not saturate. Scaling the
+        # queries (L*E numbers) is cheaper than scaling the scores (L*S).
+        scores = (queries / math.sqrt(E)) @ keys.transpose(1, 2)  # (B, L, E) @ (B, E, S) -> (B, L, S)
+        self.attention_weights = masked_softmax(scores, valid_lens)
+        return self.dropout(self.attention_weights) @ values   # (B, L, S) @ (B, S, Ev) -> (B, L, Ev)
+
+
+# --------------------------------------------------------------------------
+# Multi-head attention
+# --------------------------------------------------------------------------
+
+def transpose_qkv(X, num_heads):
+    """(B, n, H*d) -> (B*H, n, d): head i takes columns [i*d, (i+1)*d).
+
+    Folding the heads into the batch lets one batched matmul run every head.
+    Row b*H + i of the result is head i of sequence b.
+    """
+    _check_rank(X, 3, "X", "(B, n, H*d)")
+    if X.shape[2] % num_heads:
+        raise ValueError(f"expected the last dimension of X {tuple(X.shape)} "
+                         f"to be divisible by num_heads={num_heads}")
+    B, n, _ = X.shape
+    X = X.reshape(B, n, num_heads, -1)                         # (B, n, H, d)
+    X = X.permute(0, 2, 1, 3)                                  # (B, H, n, d)
+    return X.reshape(B * num_heads, n, -1)                     # (B*H, n, d)
+
+
+def transpose_output(X, num_heads):
+    """(B*H, n, d) -> (B, n, H*d): undoes ``transpose_qkv``."""
+    _check_rank(X, 3, "X", "(B*H, n, d)")
+    if X.shape[0] % num_heads:
+        raise ValueError(f"expected the first dimension of X {tuple(X.shape)} "
+                         f"to be divisible by num_heads={num_heads}")
+    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])       # (B, H, n, d)
+    X = X.permute(0, 2, 1, 3)                                  # (B, n, H, d)
+    return X.reshape(X.shape[0], X.shape[1], -1)               # (B, n, H*d)
+
+
+class MultiHeadAttention(nn.Module):
+    """H scaled dot-product heads, each on its own d = h / H wide projection.
+
+    Parameters ``W_q``, ``W_k``, ``W_v`` (input size -> h) and ``W_o``
+    (h -> h). ``self.attention.attention_weights`` is (B*H, L, S): row
+    b*H + i is head i of sequence b.
+    """
+
+    def __init__(self, key_size, query_size, value_size, num_hiddens,
+                 num_heads, dropout, bias=False, **kwargs):
+        super().__init__(**kwargs)
+        if num_hiddens % num_heads:
+            raise ValueError(f"expected num_hiddens divisible by num_heads, got "
+                             f"num_hiddens={num_hiddens}, num_heads={num_heads}")
+        self.num_heads = num_heads
+        self.attention = DotProductAttention(dropout)
+        self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
+        self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
+        self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
+        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
+
+    def forward(self, queries, keys, values, valid_lens=None):
+        """queries (B, L, query_size), keys (B, S, key_size),
+        values (B, S, value_size), valid_lens None, (B,) or (B, L)
+        -> (B, L, h)."""
+        _check_qkv(queries, keys, values, self.W_q.in_features,
+                   self.W_k.in_features, self.W_v.in_features)
+        queries = transpose_qkv(self.W_q(queries), self.num_heads)  # (B*H, L, d)
+        keys = transpose_qkv(self.W_k(keys), self.num_heads)        # (B*H, S, d)
+        values = transpose_qkv(self.W_v(values), self.num_heads)    # (B*H, S, d)
+        if valid_lens is not None:
+            # Every head of sequence b sees the same keys; rows b*H .. b*H+H-1.
+            valid_lens = torch.as_tensor(valid_lens).repeat_interleave(
+                self.num_heads, dim=0)                             # (B*H,) or (B*H, L)
+        output = self.attention(queries, keys, values, valid_lens)  # (B*H, L, d)
+        return self.W_o(transpose_output(output, self.num_heads))  # (B, L, h)
+
+
+# --------------------------------------------------------------------------
+# Positional encoding
+# --------------------------------------------------------------------------
+
+class PositionalEncoding(nn.Module):
+    """Adds P[pos, 2i] = sin(pos / 10000^(2i/h)), P[pos, 2i+1] = cos(...).
+
+    ``P`` is (1, max_len, h). It is a non-persistent buffer: it follows the
+    module to a device but is not in the ``state_dict``, as in the book.
+    """
+
+    def __init__(self, num_hiddens, dropout, max_len=1000):
+        super().__init__()
+        self.dropout = nn.Dropout(dropout)
+        position = torch.arange(max_len, dtype=torch.float32)[:, None]      # (max_len, 1)
+        frequency = torch.pow(10000, torch.arange(
+            0, num_hiddens, 2, dtype=torch.float32) / num_hiddens)          # (ceil(h/2),)
+        angles = position / frequency                          # (max_len, ceil(h/2))
+        P = torch.zeros(1, max_len, num_hiddens)
+        P[:, :, 0::2] = torch.sin(angles)
+        P[:, :, 1::2] = torch.cos(angles[:, :num_hiddens // 2])  # odd h: one fewer cos column
+        self.register_buffer("P", P, persistent=False)
+
+    def forward(self, X):
+        """X (B, n, h) with n <= max_len -> (B, n, h)."""
+        _check_rank(X, 3, "X", f"(B, n, {self.P.shape[2]})")
+        if X.shape[2] != self.P.shape[2] or X.shape[1] > self.P.shape[1]:
+            raise ValueError(
+                f"expected X of shape (B, n <= {self.P.shape[1]}, "
+                f"{self.P.shape[2]}), got {tuple(X.shape)}")
+        X = X + self.P[:, :X.shape[1], :].to(X.dtype)          # (B, n, h) + (1, n, h)
+        return self.dropout(X)
+
+
+# --------------------------------------------------------------------------
+# Nadaraya-Watson kernel regression (deck 02)
+# --------------------------------------------------------------------------
+
+def nw_target(x):
+    """The book's true function f(x) = 2 sin(x) + x^0.8."""
+    return 2 * torch.sin(x) + x ** 0.8
+
+
+def nw_data(n_train=50, noise=0.5, generator=None):
+    """The book's toy data set.
+
+    Returns:
+        x_train (n_train,) sorted uniform on [0, 5); y_train (n_train,) =
+        f(x_train) + N(0, noise^2); x_test (50,) = arange(0, 5, 0.1);
+        y_truth (50,) = f(x_test).
+    """
+    x_train, _ = torch.sort(torch.rand(n_train, generator=generator) * 5)
+    y_train = nw_target(x_train) + noise * torch.randn(n_train, generator=generator)
+    x_test = torch.arange(0, 5, 0.1)
+    return x_train, y_train, x_test, nw_target(x_test)
+
+
+def nw_kernel_regression(queries, keys, values, width=1.0):
+    """Non-parametric Nadaraya-Watson regression with a Gaussian kernel.
+
+    f(x) = sum_i softmax_i(-((x - x_i) / width)^2 / 2) y_i: attention pooling
+    whose score is minus the squared distance.
+
+    Args:
+        queries (n,), keys (m,), values (m,); width > 0, the kernel's width.
+
+    Returns:
+        predictions (n,) and attention_weights (n, m).
+    """
+    if width <= 0:
+        raise ValueError(f"expected width > 0, got {width}")
+    for X, name in ((queries, "queries"), (keys, "keys"), (values, "values")):
+        _check_rank(X, 1, name, "(n,)" if name == "queries" else "(m,)")
+    if keys.shape != values.shape:
+        raise ValueError(f"expected keys and values of one shape (m,), got "
+                         f"{tuple(keys.shape)} and {tuple(values.shape)}")
+    scores = -((queries[:, None] - keys[None, :]) / width) ** 2 / 2   # (n, 1) - (1, m) -> (n, m)
+    attention_weights = F.softmax(scores, dim=1)               # (n, m)
+    return attention_weights @ values, attention_weights       # (n, m) @ (m,) -> (n,)
+
+
+def leave_one_out(x):
+    """(n,) -> (n, n-1): row i holds every entry of x except x[i].
+
+    Training the parametric model with a point as its own key would let it
+    cheat: a very narrow kernel would just copy y_i back.
+    """
+    _check_rank(x, 1, "x", "(n,)")
+    n = x.shape[0]
+    others = ~torch.eye(n, dtype=torch.bool, device=x.device)  # (n, n)
+    return x.expand(n, n)[others].reshape(n, n - 1)            # (n, n-1)
+
+
+class NWKernelRegression(nn.Module):
+    """Parametric Nadaraya-Watson: a(x, x_i) = -((x - x_i) w)^2 / 2, w learned."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.w = nn.Parameter(torch.rand((1,)))
+
+    def forward(self, queries, keys, values):
+        """queries (n,), keys (n, m), values (n, m) -> (n,): query i pools its
+        own row of keys and values. Stores ``attention_weights`` (n, m)."""
+        _check_rank(queries, 1, "queries", "(n,)")
+        _check_rank(keys, 2, "keys", "(n, m)")
+        if keys.shape != values.shape or keys.shape[0] != queries.shape[0]:
+            raise ValueError(
+                f"expected queries (n,), keys (n, m), values (n, m), got "
+                f"{tuple(queries.shape)}, {tuple(keys.shape)}, {tuple(values.shape)}")
+        scores = -((queries[:, None] - keys) * self.w) ** 2 / 2   # (n, 1) - (n, m) -> (n, m)
+        self.attention_weights = F.softmax(scores, dim=1)      # (n, m)
+        return (self.attention_weights * values).sum(dim=1)    # (n, m) -> (n,)
+
+
+# --------------------------------------------------------------------------
+# Plotting
+# --------------------------------------------------------------------------
+
+def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
+                  cmap="Reds"):
+    """Draw a grid of attention matrices on one shared colour scale.
+
+    Args:
+        matrices: (rows, cols, L, S), or (L, S) for a single panel. A tensor
+            that needs grad, or lives on another device, is fine.
+        xlabel: label under the bottom row (usually 'Keys').
+        ylabel: label left of the first column (usually 'Queries').
+        titles: one title per column, or None.
+        figsize: size of one panel, in inches.
+
+    Returns:
+        The matplotlib Figure (end the cell with ';' to show it only once).
+    """
+    matrices = torch.as_tensor(matrices).detach().cpu().float()
+    if matrices.dim() == 2:
+        matrices = matrices[None, None]                        # (1, 1, L, S)
+    _check_rank(matrices, 4, "matrices", "(rows, cols, L, S) or (L, S)")
+    num_rows, num_cols = matrices.shape[:2]
+    if titles is not None and len(titles) != num_cols:
+        raise ValueError(f"expected {num_cols} titles (one per column), "
+                         f"got {len(titles)}")
+    fig, axes = plt.subplots(num_rows, num_cols, squeeze=False, sharex=True,
+                             sharey=True, figsize=(figsize[0] * num_cols,
+                                                   figsize[1] * num_rows))
+    # One scale for all panels, so equal colours mean equal weights; the
+    # book's colorbar described only the last panel.
+    vmin, vmax = matrices.min().item(), matrices.max().item()
+    for i in range(num_rows):
+        for j in range(num_cols):
+            ax = axes[i, j]
+            image = ax.imshow(matrices[i, j].numpy(), cmap=cmap, vmin=vmin,
+                              vmax=vmax)
+            if i == num_rows - 1:
+                ax.set_xlabel(xlabel)
+            if j == 0:
+                ax.set_ylabel(ylabel)
+            if titles is not None:
+                ax.set_title(titles[j])
+    fig.colorbar(image, ax=axes, shrink=0.6)
+    return fig
+
+
+def plot(X, Y, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
+         xscale="linear", yscale="linear", fmts=("-", "m--", "g-.", "r:"),
+         figsize=(3.5, 2.5), axes=None):
+    """Plot curves, as ``d2l.plot`` does, and return the Figure.
+
+    Args:
+        X: x values (k,), shared by every curve, or a list with one per curve.
+        Y: one curve (k,), a list of curves, or a 2-D tensor of curves (rows).
+        axes: draw into these matplotlib Axes instead of a new figure.
+    """
+    def as_list(Z):
+        if isinstance(Z, torch.Tensor):
+            Z = Z.detach().cpu()
+            return [Z] if Z.dim() == 1 else list(Z)
+        if isinstance(Z, (list, tuple)) and Z and not hasattr(Z[0], "__len__"):
+            return [Z]                                         # one curve of numbers
+        return list(Z) if isinstance(Z, (list, tuple)) else [Z]
+
+    Y = as_list(Y)
+    X = as_list(X)
+    if len(X) == 1:
+        X = X * len(Y)
+    if len(X) != len(Y):
+        raise ValueError(f"expected one x per curve, got {len(X)} x and "
+                         f"{len(Y)} curves")
+    if axes is None:
+        fig, axes = plt.subplots(figsize=figsize)
+    for i, (x, y) in enumerate(zip(X, Y)):
+        x = torch.as_tensor(x).detach().cpu()
+        y = torch.as_tensor(y).detach().cpu()
+        axes.plot(x.numpy(), y.numpy(), fmts[i % len(fmts)])
+    axes.set_xlabel(xlabel)
+    axes.set_ylabel(ylabel)
+    axes.set_xscale(xscale)
+    axes.set_yscale(yscale)
+    if xlim is not None:
+        axes.set_xlim(xlim)
+    if ylim is not None:
+        axes.set_ylim(ylim)
+    if legend:
+        axes.legend(legend)
+    axes.grid(True)
+    return axes.figure
