@@ -29,7 +29,10 @@ Mask convention, everywhere: a boolean mask is True where attention is
 from ``valid_lens`` by one helper, ``valid_lens_to_mask``.
 """
 
+import ast
+import inspect
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 import torch
@@ -55,9 +58,10 @@ __all__ = [
     "nw_kernel_regression",
     "leave_one_out",
     "NWKernelRegression",
-    # plotting
+    # plotting and slides
     "show_heatmaps",
     "plot",
+    "show_source",
 ]
 
 
@@ -525,3 +529,27 @@ def plot(X, Y, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
         axes.legend(legend)
     axes.grid(True)
     return axes.figure
+
+
+def show_source(obj, docstring=False):
+    """Syntax-highlighted source of a function, class or method, for a slide.
+
+    Decks put implementations on slides with this instead of copying them, so
+    a slide always shows the code that actually runs. Docstrings are left out
+    by default to keep the code short enough for one slide.
+    """
+    from IPython.display import Code  # only the decks need IPython
+
+    source = textwrap.dedent(inspect.getsource(obj))
+    lines = source.splitlines()
+    if not docstring:
+        drop = set()
+        for node in ast.walk(ast.parse(source)):
+            body = getattr(node, "body", None)
+            if (isinstance(node, (ast.FunctionDef, ast.ClassDef)) and body
+                    and isinstance(body[0], ast.Expr)
+                    and isinstance(body[0].value, ast.Constant)
+                    and isinstance(body[0].value.value, str)):
+                drop.update(range(body[0].lineno - 1, body[0].end_lineno))
+        lines = [line for i, line in enumerate(lines) if i not in drop]
+    return Code("\n".join(lines), language="python")
