@@ -266,3 +266,27 @@ def test_multihead_bad_valid_lens_message_names_the_callers_shape():
     with pytest.raises(ValueError) as error:
         attention(X, X, X, torch.ones(2, 5))
     assert "(2, 5)" in str(error.value)
+
+
+@pytest.mark.xfail(strict=True, raises=IndexError, reason=(
+    "BUG: MultiHeadAttention.forward calls valid_lens.repeat_interleave(H, "
+    "dim=0) before any check, so a 0-D valid_lens fails as a raw IndexError "
+    "('Dimension out of range') instead of a ValueError"))
+def test_multihead_scalar_valid_lens_is_a_value_error():
+    attention = au.MultiHeadAttention(4, 4, 4, 8, 2, 0)
+    X = torch.ones(2, 3, 4)
+    with pytest.raises(ValueError, match=r"\(\)"):
+        attention(X, X, X, torch.tensor(2))
+
+
+@pytest.mark.xfail(strict=True, raises=(ZeroDivisionError, RuntimeError), reason=(
+    "BUG: num_heads <= 0 is not checked: num_heads=0 raises ZeroDivisionError "
+    "at construction ('num_hiddens % num_heads'), and a negative num_heads "
+    "that divides num_hiddens passes construction and fails in forward as a "
+    "raw reshape RuntimeError"))
+@pytest.mark.parametrize("num_heads", [0, -2])
+def test_multihead_non_positive_num_heads_is_a_value_error(num_heads):
+    with pytest.raises(ValueError, match=f"num_heads={num_heads}"):
+        attention = au.MultiHeadAttention(4, 4, 4, 8, num_heads, 0)
+        X = torch.ones(2, 3, 4)
+        attention(X, X, X)
