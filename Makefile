@@ -7,11 +7,21 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 export MPLBACKEND := Agg
 
-.PHONY: help install test lab bench pins clean
+# Slides (make slides / screenshots / lab). NOTEBOOKS can point at another folder of decks.
+NOTEBOOKS    ?= notebooks
+SLIDES_OUT   ?= build/slides
+DECK         ?=
+LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
+NPM_STAMP    := node_modules/.package-lock.json
+SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+
+.PHONY: help install test lab bench pins clean slides screenshots browser
 
 help:
 	@echo "make lab    - JupyterLab with RISE on 127.0.0.1 (token auth on), opened on notebooks/"
 	@echo "make test   - install into .venv if needed; unit tests + strict nbval of every deck"
+	@echo "make slides - offline HTML decks + course index in build/slides/ (needs npm)"
+	@echo "make screenshots [DECK=02_nadaraya_watson] - PNG of every slide in build/screenshots/<deck>/"
 	@echo "make bench  - benchmark attention_utils against the book and PyTorch"
 	@echo "make pins   - rewrite constraints.txt from the current .venv"
 
@@ -29,8 +39,38 @@ install: $(STAMP)
 test: install
 	$(PY) -m pytest --nbval tests notebooks
 
-lab: install
-	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks
+# A fresh random token every start, so a user config cannot switch token auth off.
+lab: install $(LAB_SETTINGS)
+	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks \
+	  --IdentityProvider.token=$$($(PY) -c 'import secrets; print(secrets.token_hex(24))')
+
+# ---- Slides: RISE settings, offline HTML decks, screenshots, browser ----
+
+# RISE's classroom settings (theme, transition, scroll) become JupyterLab
+# defaults inside the venv; notebooks/rise.css carries the shared styles.
+$(LAB_SETTINGS): slides/rise-settings.json $(STAMP)
+	@mkdir -p $(dir $@)
+	$(PY) -c 'import json, pathlib, sys; p = pathlib.Path(sys.argv[1]); d = json.loads(p.read_text()) if p.exists() else {}; \
+	  d["jupyterlab-rise:plugin"] = json.loads(pathlib.Path("slides/rise-settings.json").read_text()); p.write_text(json.dumps(d, indent=2))' $@
+
+$(NPM_STAMP): package.json package-lock.json
+	@command -v npm >/dev/null 2>&1 || { echo "make slides: npm not found. The offline decks need reveal.js and MathJax from npm;" \
+	  "install Node.js with npm (Debian/Ubuntu: sudo apt-get install npm; otherwise https://nodejs.org), then re-run make slides." >&2; exit 1; }
+	npm ci --no-audit --no-fund
+	@touch $@
+
+slides: install $(NPM_STAMP)
+	$(PY) slides/build.py --notebooks $(NOTEBOOKS) --out $(SLIDES_OUT)
+
+screenshots: slides browser
+	$(PY) slides/screenshots.py --slides $(SLIDES_OUT) $(DECK)
+
+# Debian's chromium (and a CJK font, so Chinese renders) only where missing.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  echo "Installing Debian's chromium for the browser tests"; \
+	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium fonts-noto-cjk; }
+	@fc-list :lang=zh 2>/dev/null | grep -q . || $(SUDO) apt-get install -y -qq fonts-noto-cjk
 
 bench: install
 	$(PY) benchmarks/bench_attention.py
