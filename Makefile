@@ -36,12 +36,13 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 install: $(STAMP)
 
 # Unit tests and strict nbval (every cell of every deck re-run and compared).
-test: install
-	$(PY) -m pytest --nbval tests notebooks
+# The browser tests (tests/test_slides.py) need the built decks, chromium and RISE's settings.
+test: install slides browser $(LAB_SETTINGS)
+	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --nbval tests notebooks
 
 # A fresh random token every start, so a user config cannot switch token auth off.
 lab: install $(LAB_SETTINGS)
-	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks \
+	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks $(if $(SUDO),,--allow-root) \
 	  --IdentityProvider.token=$$($(PY) -c 'import secrets; print(secrets.token_hex(24))')
 
 # ---- Slides: RISE settings, offline HTML decks, screenshots, browser ----

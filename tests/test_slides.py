@@ -1,0 +1,304 @@
+"""Browser tests of the slides: every exported deck offline, and one deck live in RISE.
+
+Run by `make test`, which first runs `make slides` and installs Debian's
+chromium where it is missing. Run alone, these tests rebuild stale decks
+themselves and skip (with the reason) when chromium or node_modules is missing;
+with SLIDES_TESTS_REQUIRED=1 (set by `make test`) they fail instead.
+
+Screenshots of the first slides of every deck go to build/screenshots/first-slides/.
+For every slide of a deck use `make screenshots DECK=<deck>`.
+"""
+
+from __future__ import annotations
+
+import html.parser
+import json
+import os
+import re
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "slides"))
+import browser  # noqa: E402
+import build  # noqa: E402
+
+NOTEBOOKS = Path(os.environ.get("NOTEBOOKS", ROOT / "notebooks"))
+if not NOTEBOOKS.is_absolute():
+    NOTEBOOKS = ROOT / NOTEBOOKS
+SLIDES = ROOT / "build" / "slides"
+SHOTS = ROOT / "build" / "screenshots" / "first-slides"
+DECKS = sorted(NOTEBOOKS.glob("*.ipynb"))
+FIRST_SLIDES = 3  # screenshots per deck saved by the tests
+REQUIRED = os.environ.get("SLIDES_TESTS_REQUIRED") == "1"
+ACCENT = "rgb(31, 95, 168)"  # --au-accent in notebooks/rise.css: proves the course stylesheet is in use
+
+
+def missing(reason: str):
+    if REQUIRED:
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def deck_ids(paths):
+    return [p.stem for p in paths]
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session")
+def built():
+    """build/slides/ up to date with every deck (rebuilt here if stale)."""
+    if not DECKS:
+        pytest.skip(f"no decks in {NOTEBOOKS}")
+    stale = [
+        p for p in DECKS
+        if not (SLIDES / f"{p.stem}.slides.html").exists()
+        or (SLIDES / f"{p.stem}.slides.html").stat().st_mtime < p.stat().st_mtime
+    ]
+    if stale or not (SLIDES / "index.html").exists():
+        if not (ROOT / "node_modules" / "reveal.js").exists():
+            missing("node_modules/ missing: run `make slides` (needs npm)")
+        build.main(["--notebooks", str(NOTEBOOKS), "--out", str(SLIDES)])
+    return SLIDES
+
+
+@pytest.fixture(scope="session")
+def chromium():
+    if browser.chromium_path() is None:
+        missing("chromium not installed: `make browser` (apt-get install chromium)")
+    with browser.launch() as context:
+        yield context
+
+
+# ---------------------------------------------------------------- the decks' contract with the tooling
+
+
+@pytest.mark.parametrize("deck", DECKS, ids=deck_ids(DECKS))
+def test_title_slide_and_no_per_deck_rise_settings(deck):
+    """The title slide uses the shared markup; styles and RISE settings live in one shared place."""
+    nb = nbformat.read(deck, as_version=4)
+    first = nb.cells[0]
+    assert first.cell_type == "markdown", "the title slide is the first cell, markdown"
+    for part in ('<div class="au-title">', "<h1>", 'class="au-subtitle"', 'class="au-goal"', 'class="au-source"'):
+        assert part in first.source, f"title slide lacks {part}"
+    assert "style=" not in first.source, "no inline styles: the title style lives in notebooks/rise.css"
+    assert not {"rise", "livereveal"} & set(nb.metadata), (
+        "RISE settings are shared (slides/rise-settings.json); a per-deck `rise` key would override them"
+    )
+
+
+# ---------------------------------------------------------------- static decks, no browser
+
+
+class _Links(html.parser.HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.urls = []
+
+    def handle_starttag(self, tag, attrs):
+        self.urls += [v for k, v in attrs if k in ("src", "href") and v]
+
+
+def test_every_src_and_href_stays_inside_the_build(built):
+    pages = sorted(built.glob("*.html"))
+    assert {p.name for p in pages} >= {"index.html"} | {f"{d.stem}.slides.html" for d in DECKS}
+    for page in pages:
+        parser = _Links()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for url in parser.urls:
+            if url.startswith(("#", "data:")):
+                continue
+            assert not re.match(r"^([a-z][a-z0-9+.-]*:|//|/)", url, re.I), f"{page.name}: {url} leaves the build"
+            target = (page.parent / url.split("?")[0].split("#")[0]).resolve()
+            assert target.is_relative_to(built.resolve()), f"{page.name}: {url} points outside build/slides"
+            assert target.exists(), f"{page.name}: {url} does not exist"
+    text = "\n".join(p.read_text(encoding="utf-8") for p in pages)
+    for cdn in ("unpkg.com", "cdnjs", "jsdelivr", "mermaid", "googleapis"):
+        assert cdn not in text, f"{cdn} in the exported HTML"
+
+
+def test_index_lists_every_deck_in_order_with_title_and_goal(built):
+    index = (built / "index.html").read_text(encoding="utf-8")
+    positions = []
+    for deck in DECKS:
+        info = build.title_info(nbformat.read(deck, as_version=4), deck.stem)
+        assert f'href="{deck.stem}.slides.html"' in index
+        assert info["title"] in index and info["goal"] and info["goal"] in index
+        positions.append(index.index(f'href="{deck.stem}.slides.html"'))
+    assert positions == sorted(positions)
+    assert "课堂幻灯片" in index and "classroom slides" in index
+
+
+def test_mathjax_is_trimmed(built):
+    size = sum(f.stat().st_size for f in (built / "assets" / "mathjax").rglob("*") if f.is_file())
+    assert size < 5_000_000, f"MathJax copy is {size / 1e6:.1f} MB"
+
+
+# ---------------------------------------------------------------- static decks in Chromium, offline
+
+
+@pytest.mark.parametrize("deck", DECKS, ids=deck_ids(DECKS))
+def test_static_deck_offline(built, chromium, deck):
+    page, log = browser.open_static_deck(chromium, built / f"{deck.stem}.slides.html")
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    problems = []
+    try:
+        config = page.evaluate("(() => { const c = Reveal.getConfig(); return [c.width, c.height]; })()")
+        assert config == [build.SLIDE_WIDTH, build.SLIDE_HEIGHT]
+        assert page.evaluate("Reveal.hasPlugin('notes')"), "speaker notes plugin missing"
+        slides = page.evaluate(browser.SLIDES_JS)
+        assert len(slides) > 1
+        for n, (h, v) in enumerate(slides, start=1):
+            info = browser.goto_slide(page, h, v)
+            where = f"slide {n} ({h}.{v}) {info['title'][:40]!r}"
+            if info["height"] > info["maxHeight"]:
+                problems.append(f"{where}: {info['height']}px tall > {info['maxHeight']}px")
+            if info["untypeset"]:
+                problems.append(f"{where}: math not typeset: {info['untypeset'][:3]}")
+            if info["raw"]:
+                problems.append(f"{where}: raw TeX left in the text: {info['raw'][:3]}")
+            if info["errors"]:
+                problems.append(f"{where}: TeX errors: {info['errors'][:3]}")
+            if n == 1:
+                color = page.evaluate("getComputedStyle(document.querySelector('.au-title h1')).color")
+                assert color == ACCENT, "title slide is not styled by notebooks/rise.css"
+            if n <= FIRST_SLIDES:
+                page.screenshot(path=str(SHOTS / f"{deck.stem}-{n:02d}.png"))
+    finally:
+        page.close()
+    assert log.external == [], f"{len(log.external)} requests would have left the machine: {log.external[:5]}"
+    assert log.failed == [], f"missing files: {log.failed[:5]}"
+    assert log.errors == [], f"page errors: {log.errors[:5]}"
+    assert not problems, "\n".join(problems) + f"\n(see `make screenshots DECK={deck.stem}`)"
+
+
+# ---------------------------------------------------------------- RISE, live in JupyterLab
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _math_deck() -> Path:
+    """The first deck with math after its title slide (RISE_DECK overrides)."""
+    if os.environ.get("RISE_DECK"):
+        return NOTEBOOKS / os.environ["RISE_DECK"]
+    for deck in DECKS:
+        nb = nbformat.read(deck, as_version=4)
+        if any(c.cell_type == "markdown" and "$" in c.source for c in nb.cells[1:]):
+            return deck
+    pytest.skip("no deck with math yet")
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory):
+    """JupyterLab (with RISE) on a free localhost port with a token; stopped by its PID."""
+    overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
+    if "jupyterlab-rise:plugin" not in (json.loads(overrides.read_text()) if overrides.exists() else {}):
+        missing(f"RISE settings not installed in {overrides}: run `make lab` or `make test` once")
+    port, token = _free_port(), secrets.token_hex(16)
+    home = tmp_path_factory.mktemp("lab")
+    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
+               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), JUPYTER_RUNTIME_DIR=str(home / "runtime"))
+    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+           f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+           f"--ServerApp.root_dir={NOTEBOOKS}"] + (["--allow-root"] if os.geteuid() == 0 else [])
+    logfile = open(home / "lab.log", "wb")
+    proc = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, env=env)
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
+                    if r.status == 200:
+                        break
+            except OSError:
+                pass
+            if proc.poll() is not None or time.monotonic() > deadline:
+                pytest.fail("JupyterLab did not start:\n" + (home / "lab.log").read_text()[-3000:])
+            time.sleep(0.5)
+        # Without the token the server must refuse.
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"{base}/api/contents", timeout=5)
+        yield base, token
+    finally:
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGTERM)  # the server we started, by its PID
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+        logfile.close()
+
+
+PRESENT_JS = r"""() => {
+  const s = document.querySelector('.reveal .slides section.present section.present')
+         || document.querySelector('.reveal .slides section.present');
+  if (!s) return null;
+  const text = [...s.querySelectorAll('.jp-MarkdownOutput')].map(e => {
+    const c = e.cloneNode(true);
+    c.querySelectorAll('mjx-container, script, code, pre').forEach(x => x.remove());
+    return c.textContent; }).join('\n');
+  return {html: s.innerHTML.length, math: s.querySelectorAll('mjx-container').length,
+          raw: /\$\$|\\\(|\\\[/.test(text), text: text.slice(0, 200),
+          id: location.hash};  // reveal's history: slide and fragment
+}"""
+
+
+def test_rise_live_deck(lab, chromium):
+    base, token = lab
+    deck = _math_deck()
+    page = chromium.new_page()
+    log = browser.watch(page, (base,))
+    try:
+        page.goto(f"{base}/rise/{deck.name}?token={token}")
+        page.wait_for_selector(".reveal .slides section.present .au-title h1", timeout=90_000)
+        page.wait_for_timeout(1000)
+        assert page.evaluate("document.body.classList.contains('theme-white')"), "RISE did not get slides/rise-settings.json"
+        color = page.evaluate("getComputedStyle(document.querySelector('.reveal .au-title h1')).color")
+        assert color == ACCENT, "RISE did not load notebooks/rise.css"
+        SHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(SHOTS / f"rise-{deck.stem}-01.png"))
+
+        def advance():
+            # Keys do not move RISE slides in headless Chromium; the controls do.
+            for sel in (".reveal .controls .navigate-down.enabled", ".reveal .controls .navigate-right.enabled"):
+                if page.locator(sel).count():
+                    page.locator(sel).first.click()
+                    page.wait_for_timeout(700)
+                    return True
+            return False
+
+        seen, state = [], page.evaluate(PRESENT_JS)
+        for _ in range(25):  # move on until a slide with math
+            before = state["id"]
+            assert advance(), "no enabled next-slide control"
+            state = page.evaluate(PRESENT_JS)
+            assert state["id"] != before, f"clicking the next-slide control did not move on from {before}"
+            seen.append(state["id"])
+            if state["math"]:
+                break
+        assert state["math"] > 0, f"no typeset math (mjx-container) in the first {len(seen)} slides of {deck.name}"
+        assert not state["raw"], f"raw TeX on a live slide: {state['text']!r}"
+        page.screenshot(path=str(SHOTS / f"rise-{deck.stem}-math.png"))
+        before = state["id"]
+        assert advance() and page.evaluate(PRESENT_JS)["id"] != before, "could not move past the math slide"
+    finally:
+        page.close()
+    assert log.external == [], f"the live deck requested the internet: {log.external[:5]}"
+    assert log.errors == [], f"page errors in RISE: {log.errors[:5]}"
