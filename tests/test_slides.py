@@ -157,6 +157,14 @@ def test_static_deck_offline(built, chromium, deck):
         config = page.evaluate("(() => { const c = Reveal.getConfig(); return [c.width, c.height]; })()")
         assert config == [build.SLIDE_WIDTH, build.SLIDE_HEIGHT]
         assert page.evaluate("Reveal.hasPlugin('notes')"), "speaker notes plugin missing"
+        nb = nbformat.read(deck, as_version=4)
+        notes = sum(c.metadata.get("slideshow", {}).get("slide_type") == "notes" for c in nb.cells)
+        assert page.evaluate("document.querySelectorAll('aside.notes').length") == notes, "speaker notes lost"
+        widgets = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                      for c in nb.cells if c.cell_type == "code"
+                      and c.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes")
+                      for o in c.outputs)
+        assert page.evaluate("document.querySelectorAll('.au-widget-note').length") == widgets, "widget fallback note"
         slides = page.evaluate(browser.SLIDES_JS)
         assert len(slides) > 1
         for n, (h, v) in enumerate(slides, start=1):
@@ -181,6 +189,27 @@ def test_static_deck_offline(built, chromium, deck):
     assert log.failed == [], f"missing files: {log.failed[:5]}"
     assert log.errors == [], f"page errors: {log.errors[:5]}"
     assert not problems, "\n".join(problems) + f"\n(see `make screenshots DECK={deck.stem}`)"
+
+
+def test_speaker_view_opens_offline(built, chromium):
+    """Reveal's speaker view (key S) works from disk and shows the deck's notes."""
+    deck = next((d for d in DECKS if any(c.metadata.get("slideshow", {}).get("slide_type") == "notes"
+                                         for c in nbformat.read(d, as_version=4).cells)), None)
+    if deck is None:
+        pytest.skip("no deck has speaker notes yet")
+    page, log = browser.open_static_deck(chromium, built / f"{deck.stem}.slides.html")
+    try:
+        first_note = page.evaluate("document.querySelector('aside.notes').textContent.trim().slice(0, 20)")
+        page.evaluate("Reveal.slide(Reveal.getIndices(document.querySelector('aside.notes').closest('section')).h,"
+                      " Reveal.getIndices(document.querySelector('aside.notes').closest('section')).v)")
+        with chromium.expect_page() as popup:
+            page.keyboard.press("s")
+        speaker = popup.value
+        speaker.wait_for_function(f"document.body.innerText.includes({json.dumps(first_note)})", timeout=15_000)
+        speaker.close()
+    finally:
+        page.close()
+    assert log.external == [] and log.errors == []
 
 
 # ---------------------------------------------------------------- RISE, live in JupyterLab
