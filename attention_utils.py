@@ -104,6 +104,23 @@ def _check_qkv(queries, keys, values, query_size=None, key_size=None,
 # Masking
 # --------------------------------------------------------------------------
 
+def _check_valid_lens(valid_lens, num_queries, batch_size=None):
+    """valid_lens as a tensor of shape (B,) or (B, L), all >= 0, or ValueError."""
+    if not isinstance(valid_lens, torch.Tensor):
+        valid_lens = torch.as_tensor(valid_lens)
+    B = "B" if batch_size is None else batch_size
+    if not (valid_lens.dim() == 1 or (valid_lens.dim() == 2
+                                      and valid_lens.shape[1] == num_queries)) \
+            or (batch_size is not None and valid_lens.shape[0] != batch_size):
+        raise ValueError(
+            f"expected valid_lens of shape ({B},) or ({B}, {num_queries}), "
+            f"got shape {tuple(valid_lens.shape)}")
+    if valid_lens.numel() and (valid_lens < 0).any():
+        raise ValueError("expected valid_lens >= 0, got "
+                         f"{valid_lens.min().item()} in {valid_lens.tolist()}")
+    return valid_lens
+
+
 def valid_lens_to_mask(valid_lens, num_queries, num_keys):
     """Boolean mask, True where a query may attend to a key.
 
@@ -117,19 +134,8 @@ def valid_lens_to_mask(valid_lens, num_queries, num_keys):
         (B, 1, S) for 1-D ``valid_lens`` and (B, L, S) for 2-D. Both broadcast
         against scores (B, L, S); the 1-D case stays small on purpose.
     """
-    if not isinstance(valid_lens, torch.Tensor):
-        valid_lens = torch.as_tensor(valid_lens)
-    if valid_lens.dim() == 1:
-        lens = valid_lens[:, None, None]                       # (B, 1, 1)
-    elif valid_lens.dim() == 2 and valid_lens.shape[1] == num_queries:
-        lens = valid_lens[:, :, None]                          # (B, L, 1)
-    else:
-        raise ValueError(
-            f"expected valid_lens of shape (B,) or (B, L) with L={num_queries}, "
-            f"got shape {tuple(valid_lens.shape)}")
-    if valid_lens.numel() and (valid_lens < 0).any():
-        raise ValueError("expected valid_lens >= 0, got "
-                         f"{valid_lens.min().item()} in {valid_lens.tolist()}")
+    valid_lens = _check_valid_lens(valid_lens, num_queries)
+    lens = valid_lens.reshape(valid_lens.shape[0], -1, 1)      # (B, 1 or L, 1)
     positions = torch.arange(num_keys, device=valid_lens.device)  # (S,)
     return positions < lens                                    # (B, 1 or L, S)
 
@@ -170,11 +176,9 @@ def masked_softmax(X, valid_lens=None):
     _check_rank(X, 3, "X", "(B, L, S)")
     if valid_lens is None:
         return F.softmax(X, dim=-1)
-    keep = valid_lens_to_mask(valid_lens, X.shape[1], X.shape[2])
-    keep = keep.to(X.device)                                   # (B, 1 or L, S)
-    if keep.shape[0] != X.shape[0]:
-        raise ValueError(f"expected valid_lens for B={X.shape[0]} sequences, "
-                         f"got {keep.shape[0]}")
+    B, L, S = X.shape
+    valid_lens = _check_valid_lens(valid_lens, L, batch_size=B)
+    keep = valid_lens_to_mask(valid_lens, L, S).to(X.device)   # (B, 1 or L, S)
     # The book fills with -1e6: that overflows float16 and leaks weight when
     # real scores lie below it. The dtype's own minimum fits every dtype, and
     # masked_fill returns a new tensor, so the caller's X is left alone.
@@ -297,8 +301,8 @@ class MultiHeadAttention(nn.Module):
     def __init__(self, key_size, query_size, value_size, num_hiddens,
                  num_heads, dropout, bias=False, **kwargs):
         super().__init__(**kwargs)
-        if num_hiddens % num_heads:
-            raise ValueError(f"expected num_hiddens divisible by num_heads, got "
+        if num_heads <= 0 or num_hiddens % num_heads:
+            raise ValueError(f"expected num_heads > 0 dividing num_hiddens, got "
                              f"num_hiddens={num_hiddens}, num_heads={num_heads}")
         self.num_heads = num_heads
         self.attention = DotProductAttention(dropout)
@@ -313,13 +317,14 @@ class MultiHeadAttention(nn.Module):
         -> (B, L, h)."""
         _check_qkv(queries, keys, values, self.W_q.in_features,
                    self.W_k.in_features, self.W_v.in_features)
+        if valid_lens is not None:
+            valid_lens = _check_valid_lens(valid_lens, queries.shape[1],
+                                           batch_size=queries.shape[0])
+            # Every head of sequence b sees the same keys; rows b*H .. b*H+H-1.
+            valid_lens = valid_lens.repeat_interleave(self.num_heads, dim=0)  # (B*H,) or (B*H, L)
         queries = transpose_qkv(self.W_q(queries), self.num_heads)  # (B*H, L, d)
         keys = transpose_qkv(self.W_k(keys), self.num_heads)        # (B*H, S, d)
         values = transpose_qkv(self.W_v(values), self.num_heads)    # (B*H, S, d)
-        if valid_lens is not None:
-            # Every head of sequence b sees the same keys; rows b*H .. b*H+H-1.
-            valid_lens = torch.as_tensor(valid_lens).repeat_interleave(
-                self.num_heads, dim=0)                             # (B*H,) or (B*H, L)
         output = self.attention(queries, keys, values, valid_lens)  # (B*H, L, d)
         return self.W_o(transpose_output(output, self.num_heads))  # (B, L, h)
 
