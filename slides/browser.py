@@ -124,9 +124,11 @@ INSPECT_JS = r"""() => {
     const m = text.match(pat);
     if (m) raw.push(text.slice(Math.max(0, m.index - 30), m.index + 40));
   }
-  const scripts = [...slide.querySelectorAll('script[type^="math/tex"]')];
+  // Speaker notes are hidden on the slide (display: none), so their math has no size.
+  const scripts = [...slide.querySelectorAll('script[type^="math/tex"]')].filter(s => !s.closest('aside.notes'));
   const untypeset = scripts.filter(s => { const f = document.getElementById(s.id + '-Frame');
-    return !f || !f.childElementCount || f.closest('.MJXc-processing'); }).map(s => s.textContent.slice(0, 60));
+    return !f || !f.childElementCount || f.closest('.MJXc-processing, .MJXc-processed')
+      || !f.getBoundingClientRect().width; }).map(s => s.textContent.slice(0, 60));
   const errors = [...slide.querySelectorAll('.noError, .MathJax_Error, [class*="merror"], mjx-merror')]
     .map(e => e.textContent.slice(0, 80));
   const cfg = Reveal.getConfig();
@@ -135,7 +137,7 @@ INSPECT_JS = r"""() => {
     height: slide.scrollHeight, width: slide.scrollWidth,
     maxHeight: cfg.height, maxWidth: cfg.width,
     math: scripts.length, untypeset, errors, raw,
-    title: ((slide.querySelector('h1, h2, h3') || {}).innerText || '').replace('¶', '').trim(),
+    title: ((slide.querySelector('h1, h2, h3') || {}).innerText || '').replace(/¶/g, '').replace(/\s+/g, ' ').trim(),
   };
 }"""
 
@@ -143,10 +145,10 @@ INSPECT_JS = r"""() => {
 # Every math script on the current slide has a finished, non-empty rendering.
 TYPESET_JS = """() => {
   const slide = Reveal.getCurrentSlide();
-  if (slide.querySelector('.MJXc-processing')) return false;
-  return [...slide.querySelectorAll('script[type^="math/tex"]')].every(s => {
+  if (slide.querySelector('.MJXc-processing, .MJXc-processed')) return false;
+  return [...slide.querySelectorAll('script[type^="math/tex"]')].filter(s => !s.closest('aside.notes')).every(s => {
     const f = document.getElementById(s.id + '-Frame');
-    return f && f.childElementCount > 0;
+    return f && f.childElementCount > 0 && f.getBoundingClientRect().width > 0;
   });
 }"""
 
