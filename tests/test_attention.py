@@ -241,7 +241,7 @@ def test_attention_bad_shapes(kind, change, received):
 
 @pytest.mark.parametrize("kind", ["dot", "additive"])
 @pytest.mark.parametrize("valid_lens, received", [
-    (torch.tensor([1, 2, 3]), "got 3"),
+    (torch.tensor([1, 2, 3]), r"\(2,\).*\(3,\)"),
     (torch.tensor([[1, 2], [3, 4]]), r"\(2, 2\)"),
     (torch.tensor([1, -3]), "-3"),
 ])

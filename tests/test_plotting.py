@@ -1,0 +1,157 @@
+"""show_heatmaps, plot and show_source."""
+
+import matplotlib
+import pytest
+import torch
+from matplotlib.figure import Figure
+
+import attention_utils as au
+import book_reference as book
+from unit_support import ours_and_book
+
+
+class OtherDeviceTensor(torch.Tensor):
+    """Stands in for a CUDA tensor on a CPU-only machine.
+
+    Like a CUDA tensor, it refuses ``.numpy()``; ``.cpu()`` gives plain CPU
+    data. A function that forgets to move its input to the CPU fails here the
+    way it would on a GPU.
+    """
+
+    def numpy(self, *args, **kwargs):
+        raise TypeError("can't convert cuda:0 device type tensor to numpy. "
+                        "Use Tensor.cpu() to copy the tensor to host memory first.")
+
+    def cpu(self, *args, **kwargs):
+        return self.as_subclass(torch.Tensor).clone()
+
+
+def images(fig):
+    return [ax.images[0] for ax in fig.axes if ax.images]
+
+
+def grid(rows=2, cols=3, L=4, S=5):
+    return torch.softmax(torch.randn(rows, cols, L, S) * 3, dim=-1)
+
+
+@ours_and_book()
+def test_show_heatmaps_returns_the_figure(impl):
+    fig = impl.show_heatmaps(grid(), xlabel="Keys", ylabel="Queries")
+    assert isinstance(fig, Figure)                              # the book returns None
+
+
+@ours_and_book()
+def test_show_heatmaps_uses_one_colour_scale(impl):
+    matrices = grid()
+    matrices[0, 0] *= 0.1                                       # panels on different ranges
+    matrices[1, 2] += 1
+    impl.show_heatmaps(matrices, xlabel="Keys", ylabel="Queries")
+    fig = matplotlib.pyplot.gcf()
+    panels = images(fig)
+    assert len(panels) == 6
+    expected = (matrices.min().item(), matrices.max().item())
+    for image in panels:
+        assert image.get_clim() == pytest.approx(expected)
+    colorbars = [ax for ax in fig.axes if not ax.images]
+    assert len(colorbars) == 1                                  # one scale, one colorbar
+
+
+@ours_and_book(raises=RuntimeError)
+def test_show_heatmaps_accepts_a_tensor_that_needs_grad(impl):
+    attention = au.DotProductAttention(0)
+    X = torch.randn(1, 3, 4, requires_grad=True)
+    attention(X, X, X, torch.tensor([2]))
+    assert attention.attention_weights.requires_grad
+    weights = attention.attention_weights.reshape(1, 1, 3, 3)
+    impl.show_heatmaps(weights, xlabel="Keys", ylabel="Queries")
+    assert matplotlib.pyplot.gcf().axes[0].images[0].get_array().shape == (3, 3)
+
+
+@ours_and_book(raises=TypeError)
+def test_show_heatmaps_accepts_bfloat16_non_contiguous(impl):
+    matrices = grid(1, 2, 3, 4).to(torch.bfloat16).transpose(-1, -2)   # (1, 2, 4, 3)
+    assert not matrices.is_contiguous()
+    impl.show_heatmaps(matrices, xlabel="Keys", ylabel="Queries")
+    panels = images(matplotlib.pyplot.gcf())
+    assert [p.get_array().shape for p in panels] == [(4, 3), (4, 3)]
+    assert panels[1].get_array()[0, 1] == pytest.approx(matrices[0, 1, 0, 1].item())
+
+
+@ours_and_book(raises=TypeError)
+def test_show_heatmaps_moves_another_devices_tensor_to_the_cpu(impl):
+    matrices = grid(1, 2).as_subclass(OtherDeviceTensor)
+    with pytest.raises(TypeError):
+        matrices[0, 0].numpy()                                  # the stand-in works
+    impl.show_heatmaps(matrices, xlabel="Keys", ylabel="Queries")
+    assert len(images(matplotlib.pyplot.gcf())) == 2
+
+
+def test_show_heatmaps_layout_labels_and_titles():
+    fig = au.show_heatmaps(grid(2, 3), xlabel="Keys", ylabel="Queries",
+                           titles=["a", "b", "c"], figsize=(2, 1.5), cmap="Blues")
+    axes = [ax for ax in fig.axes if ax.images]
+    assert tuple(fig.get_size_inches()) == pytest.approx((6, 3))   # size per panel
+    for k, ax in enumerate(axes):
+        row, col = divmod(k, 3)
+        assert ax.get_xlabel() == ("Keys" if row == 1 else "")
+        assert ax.get_ylabel() == ("Queries" if col == 0 else "")
+        assert ax.get_title() == "abc"[col]
+        assert ax.images[0].get_cmap().name == "Blues"
+
+
+def test_show_heatmaps_single_matrix_and_arrays():
+    fig = au.show_heatmaps(torch.eye(3), xlabel="Keys", ylabel="Queries")
+    assert len(images(fig)) == 1
+    fig = au.show_heatmaps(torch.eye(3).numpy()[None, None], "Keys", "Queries")
+    assert images(fig)[0].get_clim() == (0.0, 1.0)
+
+
+@pytest.mark.parametrize("call, received", [
+    (lambda: au.show_heatmaps(torch.ones(2, 3, 4), "k", "q"), r"\(2, 3, 4\)"),
+    (lambda: au.show_heatmaps(torch.ones(1, 2, 3, 4), "k", "q", titles=["a"]), "got 1"),
+])
+def test_show_heatmaps_bad_input(call, received):
+    with pytest.raises(ValueError, match=received) as error:
+        call()
+    assert "expected" in str(error.value)
+
+
+def test_plot_draws_every_curve_and_returns_the_figure():
+    x = torch.arange(0, 3, 0.5)
+    y = torch.stack([x, x ** 2]).requires_grad_()                # needs grad: fine
+    fig = au.plot(x, y, xlabel="x", ylabel="f(x)", legend=["x", "x^2"],
+                  xlim=(0, 3), yscale="log")
+    assert isinstance(fig, Figure)
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["x", "x^2"]
+    assert ax.get_xlim() == (0, 3) and ax.get_yscale() == "log"
+    assert ax.get_xlabel() == "x" and ax.get_ylabel() == "f(x)"
+    assert list(ax.lines[1].get_ydata()) == pytest.approx((x ** 2).tolist())
+
+
+def test_plot_accepts_lists_and_given_axes():
+    fig = au.plot([0, 1, 2], [3, 4, 5])
+    assert len(fig.axes[0].lines) == 1
+    fig2, ax = matplotlib.pyplot.subplots()
+    assert au.plot([[0, 1], [0, 1, 2]], [[1, 2], [3, 4, 5]], axes=ax) is fig2
+    assert len(ax.lines) == 2
+
+
+def test_plot_bad_input():
+    with pytest.raises(ValueError, match="got 2 x and 3 curves"):
+        au.plot([torch.ones(3)] * 2, [torch.ones(3)] * 3)
+
+
+def test_show_source_renders_the_module_code():
+    code = au.show_source(au.masked_softmax)
+    text = code.data
+    assert text.startswith("def masked_softmax(X, valid_lens=None):")
+    assert "Softmax over the last axis" not in text            # docstring dropped
+    assert "return weights.masked_fill" in text
+    assert "Softmax over the last axis" in au.show_source(au.masked_softmax,
+                                                          docstring=True).data
+    method = au.show_source(au.DotProductAttention.forward).data
+    assert method.startswith("def forward(self")               # dedented
+    assert "Stores ``attention_weights``" not in method
+    assert "class DotProductAttention" in au.show_source(au.DotProductAttention).data
