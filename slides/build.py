@@ -20,9 +20,11 @@ from __future__ import annotations
 import argparse
 import html
 import json
+import os
 import re
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -64,8 +66,6 @@ def copy_assets(node_modules: Path, out: Path, theme: str) -> None:
             "(npm comes with Node.js: `apt-get install npm` or https://nodejs.org)."
         )
     assets = out / "assets"
-    if assets.exists():
-        shutil.rmtree(assets)
     wanted = dict(ASSETS)
     wanted["reveal.js"] = wanted["reveal.js"] + [
         f"dist/theme/{theme}.css",
@@ -203,16 +203,26 @@ def main(argv=None) -> int:
     notebooks = sorted(Path(args.notebooks).glob("*.ipynb"))
     if not notebooks:
         die(f"no decks (*.ipynb) in {args.notebooks}")
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
-    for old in out.glob("*.slides.html"):
-        old.unlink()
-    copy_assets(Path(args.node_modules), out, settings.get("theme", "white"))
-    decks = []
-    for path in notebooks:
-        decks.append(export_deck(path, out, settings))
-        print(f"  {out / decks[-1]['file']}")
-    write_index(decks, out)
+    out = Path(args.out).resolve()
+    # Build next to the target and swap it in at the end, so that someone
+    # viewing or screenshotting the decks meanwhile never sees half a build.
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}-", dir=out.parent))
+    try:
+        copy_assets(Path(args.node_modules), tmp, settings.get("theme", "white"))
+        decks = []
+        for path in notebooks:
+            decks.append(export_deck(path, tmp, settings))
+            print(f"  {out / decks[-1]['file']}")
+        write_index(decks, tmp)
+        tmp.chmod(0o755)
+        old = out.parent / f".{out.name}-old-{os.getpid()}"
+        if out.exists():
+            out.rename(old)
+        tmp.rename(out)
+        shutil.rmtree(old, ignore_errors=True)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     print(f"  {out / 'index.html'}  ({len(decks)} decks)")
     return 0
 
