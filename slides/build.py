@@ -106,6 +106,27 @@ def title_info(nb, stem: str) -> dict:
     }
 
 
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_NOTE = (
+    '<div class="au-widget-note">交互控件：在 JupyterLab / RISE 中运行本单元即可使用 · '
+    "Interactive control: run this cell in JupyterLab or RISE</div>"
+)
+
+
+def static_widgets(nb) -> None:
+    """A live widget cannot run in a static deck: show a short note in its place.
+
+    Without this, nbconvert shows the widget's text repr ("interactive(children=...")
+    or loads a widget manager from a CDN. The deck's own static fallback cells
+    (small multiples) carry the content.
+    """
+    nb.metadata.pop("widgets", None)
+    for cell in nb.cells:
+        for output in cell.get("outputs", []):
+            if WIDGET_VIEW in output.get("data", {}):
+                output["data"] = {"text/html": WIDGET_NOTE}
+
+
 def export_deck(path: Path, out: Path, settings: dict) -> dict:
     import nbformat
     from nbconvert import SlidesExporter
@@ -129,6 +150,7 @@ def export_deck(path: Path, out: Path, settings: dict) -> dict:
     c.SlidesExporter.exclude_output_prompt = True
 
     nb = nbformat.read(path, as_version=4)
+    static_widgets(nb)
     exporter = SlidesExporter(config=c)
     resources = {
         "metadata": {"name": path.stem, "path": str(path.parent)},
