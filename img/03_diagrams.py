@@ -23,8 +23,9 @@ FILL = {BLUE: "#dbeafe", ORANGE: "#ffedd5", GREEN: "#dcfce7", PURPLE: "#ede9fe",
         GREY: "#f1f5f9"}
 
 
-def canvas(width, height):
-    fig = plt.figure(figsize=(width, height))
+def canvas(width, height, scale=1.0):
+    """A figure whose data units are 1/100 inch at scale 1 (so text stays legible)."""
+    fig = plt.figure(figsize=(width * scale, height * scale))
     ax = fig.add_axes([0, 0, 1, 1])
     ax.set_xlim(0, width * 100)
     ax.set_ylim(height * 100, 0)          # y grows downwards, as in SVG
@@ -58,7 +59,7 @@ def save(fig, name, png):
 
 def scoring_pipeline(png):
     """q and keys -> scores a(q, k_i) -> softmax -> weights -> sum_i alpha_i v_i."""
-    fig, ax = canvas(9.6, 3.3)
+    fig, ax = canvas(9.6, 3.3, scale=0.9)
     rows = {"1": 60, "2": 140, "m": 255}
     box(ax, 15, 130, 60, 40, r"$\mathbf{q}$", BLUE, 15)
     ax.text(45, 190, "query", ha="center", fontsize=11, color=BLUE)
@@ -76,7 +77,7 @@ def scoring_pipeline(png):
     ax.text(142, 22, "keys", ha="center", fontsize=11, color=ORANGE)
     ax.text(295, 22, "scoring function", ha="center", fontsize=11, color=PURPLE)
     ax.text(822, 22, "values", ha="center", fontsize=11, color=GREEN)
-    box(ax, 425, 20, 80, 260, "softmax", PURPLE, 13)
+    box(ax, 425, 20, 80, 260, "softmax", PURPLE, 11)
     box(ax, 575, 20, 150, 260, "", GREEN)
     ax.text(650, 140, "weighted\nsum", ha="center", va="center", fontsize=12)
     ax.text(650, 200, r"$\sum_i \alpha_i \mathbf{v}_i$", ha="center", va="center", fontsize=14)
@@ -127,8 +128,8 @@ def additive_broadcast(png):
 def dot_product_shapes(png):
     """softmax(Q K^T / sqrt(d)) V with rectangles drawn to scale: L=3, S=5, d=2, Ev=4."""
     u = 30
-    fig, ax = canvas(9.6, 2.9)
-    y = 60
+    fig, ax = canvas(9.6, 2.45)
+    y = 40
 
     def matrix(x, rows, cols, color, label, shape):
         ax.add_patch(Rectangle((x, y), cols * u, rows * u, facecolor=FILL[color],
@@ -154,9 +155,6 @@ def dot_product_shapes(png):
     x = matrix(x + 50, 5, 4, GREEN, r"$V$", "(S, Ev)")
     op(x + 25, r"$=$")
     matrix(x + 50, 3, 4, GREEN, "output", "(L, Ev)")
-    ax.text(20, y + 5 * u + 62,
-            "Batched: torch.bmm over B, so (B, L, d) x (B, d, S) -> (B, L, S). "
-            "No parameters; q and k must share d.", fontsize=11, color=GREY)
     save(fig, "03_dot_product_shapes", png)
 
 
