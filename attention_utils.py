@@ -180,13 +180,17 @@ def masked_softmax(X, valid_lens=None):
     valid_lens = _check_valid_lens(valid_lens, L, batch_size=B)
     keep = valid_lens_to_mask(valid_lens, L, S).to(X.device)   # (B, 1 or L, S)
     # The book fills with -1e6: that overflows float16 and leaks weight when
-    # real scores lie below it. The dtype's own minimum fits every dtype, and
-    # masked_fill returns a new tensor, so the caller's X is left alone.
-    scores = X.masked_fill(~keep, torch.finfo(X.dtype).min)   # (B, L, S)
+    # real scores lie below it. -inf fits every dtype and exp(-inf) is exactly
+    # 0, so masked keys drop out of the sum. torch.where returns a new tensor:
+    # the caller's X is left alone.
+    scores = torch.where(keep, X, -math.inf)                   # (B, L, S)
     weights = F.softmax(scores, dim=-1)                        # (B, L, S)
-    # A fully masked row would come out uniform over padding. Zeroing the
-    # masked slots makes that row all zeros and every masked weight exactly 0.
-    return weights.masked_fill(~keep, 0.0)                     # (B, L, S)
+    # A row with no valid key is 0/0 = NaN here, and the book would give it
+    # uniform weights over padding; it must attend to nothing, so zero it.
+    # Checking the lengths first skips this extra pass in the common case.
+    if (valid_lens == 0).any():
+        weights = torch.where(keep, weights, 0.0)              # (B, L, S)
+    return weights
 
 
 def causal_valid_lens(batch_size, num_steps, device=None):
@@ -270,9 +274,9 @@ def transpose_qkv(X, num_heads):
     Row b*H + i of the result is head i of sequence b.
     """
     _check_rank(X, 3, "X", "(B, n, H*d)")
-    if X.shape[2] % num_heads:
+    if num_heads <= 0 or X.shape[2] % num_heads:
         raise ValueError(f"expected the last dimension of X {tuple(X.shape)} "
-                         f"to be divisible by num_heads={num_heads}")
+                         f"to be divisible by num_heads={num_heads} > 0")
     B, n, _ = X.shape
     X = X.reshape(B, n, num_heads, -1)                         # (B, n, H, d)
     X = X.permute(0, 2, 1, 3)                                  # (B, H, n, d)
@@ -282,9 +286,9 @@ def transpose_qkv(X, num_heads):
 def transpose_output(X, num_heads):
     """(B*H, n, d) -> (B, n, H*d): undoes ``transpose_qkv``."""
     _check_rank(X, 3, "X", "(B*H, n, d)")
-    if X.shape[0] % num_heads:
+    if num_heads <= 0 or X.shape[0] % num_heads:
         raise ValueError(f"expected the first dimension of X {tuple(X.shape)} "
-                         f"to be divisible by num_heads={num_heads}")
+                         f"to be divisible by num_heads={num_heads} > 0")
     X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])       # (B, H, n, d)
     X = X.permute(0, 2, 1, 3)                                  # (B, n, H, d)
     return X.reshape(X.shape[0], X.shape[1], -1)               # (B, n, H*d)

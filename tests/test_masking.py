@@ -241,11 +241,6 @@ def test_masked_slots_stay_zero_below_any_fill_value(impl, low):
     assert weights[0, 0, 0] == 1
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "BUG: masked_softmax fills masked slots with finfo(dtype).min, so when "
-    "every valid score of a row equals finfo.min the fill ties with them: "
-    "softmax spreads the row over all S keys and zeroing the masked slots "
-    "leaves the valid ones summing to valid_len/S instead of 1"))
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float16])
 def test_masked_softmax_rows_sum_to_one_when_scores_equal_the_fill(dtype):
     # E.g. scores already masked Hugging Face style with finfo(dtype).min.

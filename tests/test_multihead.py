@@ -283,10 +283,6 @@ def test_multihead_non_positive_num_heads_is_a_value_error(num_heads):
         au.MultiHeadAttention(4, 4, 4, 8, num_heads, 0)      # at construction
 
 
-@pytest.mark.xfail(strict=True, raises=ZeroDivisionError, reason=(
-    "BUG: transpose_qkv and transpose_output check 'X.shape[i] % num_heads' "
-    "without checking num_heads > 0, so num_heads=0 raises a raw "
-    "ZeroDivisionError ('integer modulo by zero') instead of a ValueError"))
 @pytest.mark.parametrize("function", ["transpose_qkv", "transpose_output"])
 def test_transpose_zero_heads_is_a_value_error(function):
     with pytest.raises(ValueError, match="num_heads=0"):
