@@ -5,7 +5,6 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
-export MPLBACKEND := Agg
 
 # Slides (make slides / screenshots / lab). NOTEBOOKS can point at another folder of decks.
 NOTEBOOKS    ?= notebooks
