@@ -1,0 +1,93 @@
+"""Structural checks on every deck in notebooks/ (DECKS.md), no kernel needed.
+
+nbval re-runs the cells; these tests check what nbval cannot see: that a deck
+is a slideshow a teacher can present, that its stored outputs come from one
+clean run, and that it teaches from attention_utils instead of redefining it.
+"""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+import attention_utils as au
+
+DECKS = sorted((Path(__file__).resolve().parent.parent / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+SLIDE_TYPES = {"slide", "subslide", "fragment", "-", "skip", "notes"}
+
+
+def load(path):
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def source(cell):
+    return "".join(cell["source"])
+
+
+def code_cells(notebook):
+    return [c for c in notebook["cells"] if c["cell_type"] == "code" and source(c).strip()]
+
+
+@pytest.fixture(params=DECKS, ids=[d.stem for d in DECKS])
+def deck(request):
+    return load(request.param)
+
+
+def test_there_are_decks():
+    assert DECKS, "no decks found in notebooks/"
+
+
+def test_every_cell_has_a_slide_type(deck):
+    missing = [i for i, c in enumerate(deck["cells"])
+               if c.get("metadata", {}).get("slideshow", {}).get("slide_type") not in SLIDE_TYPES]
+    assert not missing, f"cells without a valid slideshow.slide_type: {missing}"
+
+
+def test_setup_cell_is_not_skipped_and_seeds(deck):
+    setup = code_cells(deck)[0]
+    assert setup["metadata"]["slideshow"]["slide_type"] != "skip"  # RISE never runs skipped cells
+    assert "import attention_utils as au" in source(setup)
+    assert "manual_seed" in source(setup)
+
+
+def test_outputs_come_from_one_clean_run(deck):
+    cells = code_cells(deck)
+    assert [c["execution_count"] for c in cells] == list(range(1, len(cells) + 1))
+    for c in cells:
+        for output in c.get("outputs", []):
+            assert output["output_type"] != "error", source(c)[:80]
+            assert output.get("name") != "stderr", f"warning stored in: {source(c)[:80]}"
+            text = "".join(output.get("data", {}).get("text/plain", ""))
+            assert not re.search(r" at 0x[0-9a-f]+", text), f"address repr in: {source(c)[:80]}"
+            assert "image/svg+xml" not in output.get("data", {}), "plots must be PNG"
+
+
+def test_deck_never_redefines_a_module_name(deck):
+    code = "\n".join(source(c) for c in code_cells(deck))
+    defined = set(re.findall(r"^\s*(?:def|class)\s+(\w+)", code, re.M))
+    defined |= set(re.findall(r"^(\w+)\s*=", code, re.M))
+    assert not defined & set(au.__all__)
+
+
+def test_only_widgets_and_timings_ignore_output(deck):
+    for c in code_cells(deck):
+        if "NBVAL_IGNORE_OUTPUT" in source(c):
+            assert re.search(r"interact|widgets|time", source(c)), source(c)[:120]
+
+
+def test_deck_has_a_widget_and_speaker_notes(deck):
+    code = "\n".join(source(c) for c in code_cells(deck))
+    assert re.search(r"\binteract(ive)?\b|ipywidgets|widgets\.", code)
+    notes = [c for c in deck["cells"] if c["metadata"]["slideshow"]["slide_type"] == "notes"]
+    assert len(notes) >= 3
+
+
+def test_deck_ends_with_summary_and_exercises_with_checked_solutions(deck):
+    markdown = [source(c) for c in deck["cells"] if c["cell_type"] == "markdown"]
+    assert any(re.search(r"^#+ .*小结", m, re.M) for m in markdown)
+    exercises = "\n".join(m for m in markdown if re.search(r"^#+ .*练习", m, re.M))
+    assert len(re.findall(r"^\s*(?:\d+\.|[-*])\s", exercises, re.M)) >= 3, "at least three exercises"
+    solutions = [c for c in code_cells(deck)
+                 if c["metadata"]["slideshow"]["slide_type"] == "skip" and "assert" in source(c)]
+    assert len(solutions) >= 2, "at least two reference solutions, hidden from the slides, that assert"
