@@ -59,8 +59,14 @@ $(NPM_STAMP): package.json package-lock.json
 	npm ci --no-audit --no-fund
 	@touch $@
 
-slides: install $(NPM_STAMP)
+# Rebuilt only when a deck or what builds it changed, so a repeat `make test` stays quick.
+SLIDES_INDEX := $(SLIDES_OUT)/index.html
+slides: $(SLIDES_INDEX)
+
+$(SLIDES_INDEX): $(STAMP) $(NPM_STAMP) $(wildcard $(NOTEBOOKS)/*.ipynb) $(wildcard $(NOTEBOOKS)/*.css) \
+                 slides/build.py slides/rise-settings.json $(wildcard slides/templates/*/*)
 	$(PY) slides/build.py --notebooks $(NOTEBOOKS) --out $(SLIDES_OUT)
+	@touch $@
 
 screenshots: slides browser
 	$(PY) slides/screenshots.py --slides $(SLIDES_OUT) $(DECK)
