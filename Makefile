@@ -75,8 +75,9 @@ screenshots: slides browser
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  echo "Installing Debian's chromium for the browser tests"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) apt-get install -y -qq chromium fonts-noto-cjk; }
-	@fc-list :lang=zh 2>/dev/null | grep -q . || $(SUDO) apt-get install -y -qq fonts-noto-cjk
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk; }
+	@fc-list :lang=zh 2>/dev/null | grep -q . || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk; }
 
 bench: install
 	$(PY) benchmarks/bench_attention.py
