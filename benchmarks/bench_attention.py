@@ -19,10 +19,11 @@ numbers are made and how to read them. In short:
   thing (``torch.testing.assert_close``), so a ratio never compares
   different computations.
 
-The "book" code below is d2l-zh 2.0's formulation (``d2l==0.17.6``), written
-out here as the baseline: ``sequence_mask`` by boolean-index fill with -1e6
-on a (B*L, S) view, ``repeat_interleave`` of ``valid_lens``, ``bmm(q, k^T) /
-sqrt(d)``, and the book's AdditiveAttention and MultiHeadAttention.
+The "book" baseline is d2l-zh 2.0's formulation (``d2l==0.17.6``), from
+tests/book_reference.py, which the unit tests use too: ``sequence_mask`` by
+boolean-index fill with -1e6 on a (B*L, S) view, ``repeat_interleave`` of
+``valid_lens``, ``bmm(q, k^T) / sqrt(d)``, and the book's AdditiveAttention
+and MultiHeadAttention.
 """
 
 import gc
@@ -58,92 +59,10 @@ def load_module():
 au = load_module()
 
 
-# --------------------------------------------------------------------------
-# The book's formulation (d2l-zh 2.0, d2l/torch.py), defects included.
-# --------------------------------------------------------------------------
-
-def book_sequence_mask(X, valid_len, value=0):
-    maxlen = X.size(1)
-    mask = torch.arange((maxlen), dtype=torch.float32,
-                        device=X.device)[None, :] < valid_len[:, None]
-    X[~mask] = value                     # writes into X: the book's defect
-    return X
-
-
-def book_masked_softmax(X, valid_lens):
-    if valid_lens is None:
-        return F.softmax(X, dim=-1)
-    shape = X.shape
-    if valid_lens.dim() == 1:
-        valid_lens = torch.repeat_interleave(valid_lens, shape[1])
-    else:
-        valid_lens = valid_lens.reshape(-1)
-    X = book_sequence_mask(X.reshape(-1, shape[-1]), valid_lens, value=-1e6)
-    return F.softmax(X.reshape(shape), dim=-1)
-
-
-class BookAdditiveAttention(nn.Module):
-    def __init__(self, key_size, query_size, num_hiddens, dropout, **kwargs):
-        super().__init__(**kwargs)
-        self.W_k = nn.Linear(key_size, num_hiddens, bias=False)
-        self.W_q = nn.Linear(query_size, num_hiddens, bias=False)
-        self.w_v = nn.Linear(num_hiddens, 1, bias=False)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, queries, keys, values, valid_lens):
-        queries, keys = self.W_q(queries), self.W_k(keys)
-        features = queries.unsqueeze(2) + keys.unsqueeze(1)
-        features = torch.tanh(features)
-        scores = self.w_v(features).squeeze(-1)
-        self.attention_weights = book_masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-class BookDotProductAttention(nn.Module):
-    def __init__(self, dropout, **kwargs):
-        super().__init__(**kwargs)
-        self.dropout = nn.Dropout(dropout)
-
-    def forward(self, queries, keys, values, valid_lens=None):
-        d = queries.shape[-1]
-        scores = torch.bmm(queries, keys.transpose(1, 2)) / math.sqrt(d)
-        self.attention_weights = book_masked_softmax(scores, valid_lens)
-        return torch.bmm(self.dropout(self.attention_weights), values)
-
-
-def book_transpose_qkv(X, num_heads):
-    X = X.reshape(X.shape[0], X.shape[1], num_heads, -1)
-    X = X.permute(0, 2, 1, 3)
-    return X.reshape(-1, X.shape[2], X.shape[3])
-
-
-def book_transpose_output(X, num_heads):
-    X = X.reshape(-1, num_heads, X.shape[1], X.shape[2])
-    X = X.permute(0, 2, 1, 3)
-    return X.reshape(X.shape[0], X.shape[1], -1)
-
-
-class BookMultiHeadAttention(nn.Module):
-    def __init__(self, key_size, query_size, value_size, num_hiddens,
-                 num_heads, dropout, bias=False, **kwargs):
-        super().__init__(**kwargs)
-        self.num_heads = num_heads
-        self.attention = BookDotProductAttention(dropout)
-        self.W_q = nn.Linear(query_size, num_hiddens, bias=bias)
-        self.W_k = nn.Linear(key_size, num_hiddens, bias=bias)
-        self.W_v = nn.Linear(value_size, num_hiddens, bias=bias)
-        self.W_o = nn.Linear(num_hiddens, num_hiddens, bias=bias)
-
-    def forward(self, queries, keys, values, valid_lens):
-        queries = book_transpose_qkv(self.W_q(queries), self.num_heads)
-        keys = book_transpose_qkv(self.W_k(keys), self.num_heads)
-        values = book_transpose_qkv(self.W_v(values), self.num_heads)
-        if valid_lens is not None:
-            valid_lens = torch.repeat_interleave(
-                valid_lens, repeats=self.num_heads, dim=0)
-        output = self.attention(queries, keys, values, valid_lens)
-        output_concat = book_transpose_output(output, self.num_heads)
-        return self.W_o(output_concat)
+# The book's formulation (d2l-zh 2.0, d2l/torch.py), defects included: the
+# same baseline the unit tests compare against, kept in one place.
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests"))
+import book_reference  # noqa: E402
 
 
 # --------------------------------------------------------------------------
@@ -287,11 +206,11 @@ def case_masked_softmax(g, budget):
     for dims, target in ((1, 0.9), (2, 0.8)):
         lens = random_lens((B,) if dims == 1 else (B, L), S, g)
         X_book = X.clone()         # the book writes -1e6 into its input
-        expected = book_masked_softmax(X_book, lens)
+        expected = book_reference.masked_softmax(X_book, lens)
         torch.testing.assert_close(au.masked_softmax(X, lens), expected)
         times = interleaved({
             "attention_utils.masked_softmax": lambda: au.masked_softmax(X, lens),
-            "book masked_softmax": lambda: book_masked_softmax(X_book, lens),
+            "book masked_softmax": lambda: book_reference.masked_softmax(X_book, lens),
         }, budget)
         report_times(f"masked_softmax ({B}, {L}, {S}) {dims}-D lens", "forward", times, [
             ("attention_utils.masked_softmax", "book masked_softmax", target)])
@@ -301,7 +220,7 @@ def case_dot_product(g, budget):
     B, L, S, E = 8, 512, 512, 64
     q, k, v = (torch.randn(B, n, E, generator=g) for n in (L, S, S))
     lens = random_lens((B,), S, g)
-    ours, book = au.DotProductAttention(0.0).eval(), BookDotProductAttention(0.0).eval()
+    ours, book = au.DotProductAttention(0.0).eval(), book_reference.DotProductAttention(0.0).eval()
 
     def sdpa():
         keep = torch.arange(S)[None, None, :] < lens[:, None, None]  # (B, 1, S), True = attend
@@ -324,7 +243,7 @@ def case_dot_product(g, budget):
 
 def additive_pair(B, L, S, h, g):
     ours = au.AdditiveAttention(h, h, h, 0.0).eval()
-    book = BookAdditiveAttention(h, h, h, 0.0).eval()
+    book = book_reference.AdditiveAttention(h, h, h, 0.0).eval()
     book.load_state_dict(ours.state_dict())    # the book's state_dict loads into ours
     q, k, v = (torch.randn(B, n, h, generator=g) for n in (L, S, S))
     lens = random_lens((B,), S, g)
@@ -368,7 +287,7 @@ def case_multihead(g, budget):
     # Each call takes 0.2-2 s depending on load: fewer, shorter rounds.
     B, L, S, H, h = 8, 512, 512, 8, 512
     ours = au.MultiHeadAttention(h, h, h, h, H, 0.0).eval()
-    book = BookMultiHeadAttention(h, h, h, h, H, 0.0).eval()
+    book = book_reference.MultiHeadAttention(h, h, h, h, H, 0.0).eval()
     book.load_state_dict(ours.state_dict())
     torch_mha = nn.MultiheadAttention(h, H, bias=False, batch_first=True).eval()
     with torch.no_grad():
