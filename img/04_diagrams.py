@@ -196,7 +196,7 @@ def multihead_diagram():
     ax.set_xlim(0, 13.4)
     ax.set_ylim(-0.1, 6.9)
     ax.axis("off")
-    fig.savefig(HERE / "04_multihead.png", dpi=110, bbox_inches="tight",
+    fig.savefig(HERE / "04_multihead.png", dpi=135, bbox_inches="tight",
                 facecolor="white")
     plt.close(fig)
 
