@@ -102,7 +102,7 @@ def three_attentions():
     ax.set_ylim(-1.0, 5.7)
     ax.set_aspect("equal")
     ax.axis("off")
-    fig.savefig(HERE / "05_three_attentions.png", dpi=110, bbox_inches="tight",
+    fig.savefig(HERE / "05_three_attentions.png", dpi=132, bbox_inches="tight",
                 facecolor="white")
     plt.close(fig)
 
