@@ -34,10 +34,11 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 
 install: $(STAMP)
 
-# Unit tests and strict nbval (every cell of every deck re-run and compared).
+# Unit tests and strict nbval (every cell of every deck re-run and compared), on
+# two workers; --dist loadfile keeps each notebook's cells on one kernel.
 # The browser tests (tests/test_slides.py) need the built decks, chromium and RISE's settings.
 test: install slides browser $(LAB_SETTINGS)
-	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --nbval tests notebooks
+	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --nbval -n 2 --dist loadfile tests notebooks
 
 # A fresh random token every start, so a user config cannot switch token auth off.
 lab: install $(LAB_SETTINGS)
