@@ -38,7 +38,7 @@ install: $(STAMP)
 # two workers; --dist loadfile keeps each notebook's cells on one kernel.
 # The browser tests (tests/test_slides.py) need the built decks, chromium and RISE's settings.
 test: install slides browser $(LAB_SETTINGS)
-	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --nbval -n 2 --dist loadfile tests notebooks
+	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -n 2 --dist loadfile tests notebooks
 
 # A fresh random token every start, so a user config cannot switch token auth off.
 lab: install $(LAB_SETTINGS)
