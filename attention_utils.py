@@ -34,9 +34,13 @@ import inspect
 import math
 import textwrap
 
+import matplotlib
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 import torch.nn.functional as F
+from matplotlib._pylab_helpers import Gcf
+from matplotlib.figure import Figure
 from torch import nn
 
 __all__ = [
@@ -451,47 +455,130 @@ class NWKernelRegression(nn.Module):
 # Plotting
 # --------------------------------------------------------------------------
 
+def _use_cjk_fonts():
+    """Let figures show Chinese on Linux, macOS and Windows.
+
+    matplotlib's generic 'sans-serif' family picks the first installed font
+    of this list, so the CJK fonts (which also carry Latin glyphs) come first
+    and DejaVu Sans, matplotlib's own font, last: a machine without any of
+    them still draws Latin text instead of warning. Fonts are named, never
+    located by path, so the list works on every system.
+    """
+    cjk = ["Noto Sans CJK SC",                                 # Linux: fonts-noto-cjk
+           "PingFang SC", "Heiti SC", "Hiragino Sans GB",      # macOS
+           "Microsoft YaHei", "SimHei"]                         # Windows
+    others = [f for f in plt.rcParams["font.sans-serif"]
+              if f not in cjk and f != "DejaVu Sans"]
+    plt.rcParams["font.sans-serif"] = cjk + others + ["DejaVu Sans"]
+    # CJK fonts often lack U+2212 (the typographic minus): use '-' instead.
+    plt.rcParams["axes.unicode_minus"] = False
+
+
+_use_cjk_fonts()
+
+
+class _ShownOnceFigure(Figure):
+    """A Figure that Jupyter shows once, whether a cell ends with it or not.
+
+    The inline backend shows, when a cell ends, every figure the cell left
+    open in pyplot. A Figure that is also the cell's value would show a second
+    time. So displaying this one shows its PNG and closes it in pyplot, which
+    takes it out of that end-of-cell flush. Draw everything before displaying.
+    """
+
+    def _ipython_display_(self):
+        from IPython.core.pylabtools import print_figure
+        from IPython.display import display
+
+        display({"image/png": print_figure(self, "png", bbox_inches="tight")},
+                raw=True)
+        if any(manager.canvas.figure is self for manager in Gcf.get_all_fig_managers()):
+            plt.close(self)                                    # shown: not again
+
+
+def _check_heatmap_mask(mask, matrices):
+    mask = torch.as_tensor(mask).detach().cpu()
+    if mask.dtype != torch.bool:
+        raise ValueError(f"expected a boolean mask (True = attention allowed), "
+                         f"got dtype {mask.dtype}")
+    try:
+        return mask.expand_as(matrices)
+    except RuntimeError:
+        raise ValueError(f"expected a mask broadcastable to matrices "
+                         f"{tuple(matrices.shape)}, got {tuple(mask.shape)}") from None
+
+
+def _colour_range(values):
+    """(vmin, vmax) of the shown values; weights (all >= 0) start at 0."""
+    if values.numel() == 0:
+        return 0.0, 1.0
+    vmin, vmax = values.min().item(), values.max().item()
+    return min(vmin, 0.0), vmax
+
+
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
-                  cmap="Reds"):
-    """Draw a grid of attention matrices on one shared colour scale.
+                  cmap="Reds", *, mask=None, share_scale=True):
+    """Draw a grid of attention matrices, as ``d2l.show_heatmaps`` does.
 
     Args:
         matrices: (rows, cols, L, S), or (L, S) for a single panel. A tensor
             that needs grad, or lives on another device, is fine.
-        xlabel: label under the bottom row (usually 'Keys').
-        ylabel: label left of the first column (usually 'Queries').
+        xlabel: label under the bottom row (usually 'Keys' / '键').
+        ylabel: label left of the first column (usually 'Queries' / '查询').
         titles: one title per column, or None.
-        figsize: size of one panel, in inches.
+        figsize: size of the whole figure in inches, as in the book.
+        cmap: a matplotlib colormap or its name.
+        mask: optional boolean tensor broadcastable to ``matrices``, True where
+            attention is allowed (the module's convention). Cells where it is
+            False are drawn light grey, so a masked key never looks like a
+            small weight, and they do not count for the colour range.
+        share_scale: True (default): one colour scale and one colour bar for
+            all panels, so equal colours mean equal values. False: each panel
+            gets its own scale and colour bar, so panels with small values
+            still show their pattern.
+
+    The colour scale starts at 0 when every shown value is >= 0 (weights)
+    and at the smallest value otherwise.
 
     Returns:
-        The matplotlib Figure (end the cell with ';' to show it only once).
+        The matplotlib Figure. In Jupyter it shows exactly once, whether the
+        call ends the cell or its result is assigned.
     """
     matrices = torch.as_tensor(matrices).detach().cpu().float()
+    keep = (torch.ones(matrices.shape, dtype=torch.bool) if mask is None
+            else _check_heatmap_mask(mask, matrices))          # True = shown
     if matrices.dim() == 2:
-        matrices = matrices[None, None]                        # (1, 1, L, S)
+        matrices, keep = matrices[None, None], keep[None, None]  # (1, 1, L, S)
     _check_rank(matrices, 4, "matrices", "(rows, cols, L, S) or (L, S)")
     num_rows, num_cols = matrices.shape[:2]
     if titles is not None and len(titles) != num_cols:
         raise ValueError(f"expected {num_cols} titles (one per column), "
                          f"got {len(titles)}")
-    fig, axes = plt.subplots(num_rows, num_cols, squeeze=False, sharex=True,
-                             sharey=True, figsize=(figsize[0] * num_cols,
-                                                   figsize[1] * num_rows))
-    # One scale for all panels, so equal colours mean equal weights; the
-    # book's colorbar described only the last panel.
-    vmin, vmax = matrices.min().item(), matrices.max().item()
+    cmap = matplotlib.colormaps.get_cmap(cmap).with_extremes(bad="lightgrey")  # masked cells
+    fig, axes = plt.subplots(num_rows, num_cols, figsize=figsize, sharex=True,
+                             sharey=True, squeeze=False,
+                             FigureClass=_ShownOnceFigure)
+    # The book's colour bar described only the last panel; a shared scale
+    # makes equal colours mean equal weights across panels.
+    vmin, vmax = _colour_range(matrices[keep])
     for i in range(num_rows):
         for j in range(num_cols):
             ax = axes[i, j]
-            image = ax.imshow(matrices[i, j].numpy(), cmap=cmap, vmin=vmin,
-                              vmax=vmax)
+            if not share_scale:
+                vmin, vmax = _colour_range(matrices[i, j][keep[i, j]])
+            shown = np.ma.masked_array(matrices[i, j].numpy(),
+                                       mask=~keep[i, j].numpy())
+            image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax)
+            if not share_scale:
+                fig.colorbar(image, ax=ax, shrink=0.6)
             if i == num_rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:
                 ax.set_ylabel(ylabel)
             if titles is not None:
                 ax.set_title(titles[j])
-    fig.colorbar(image, ax=axes, shrink=0.6)
+    if share_scale:
+        fig.colorbar(image, ax=axes, shrink=0.6)
     return fig
 
 
@@ -504,6 +591,10 @@ def plot(X, Y, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
         X: x values (k,), shared by every curve, or a list with one per curve.
         Y: one curve (k,), a list of curves, or a 2-D tensor of curves (rows).
         axes: draw into these matplotlib Axes instead of a new figure.
+
+    Returns:
+        The Figure; a new one shows exactly once in Jupyter, whether the call
+        ends the cell or its result is assigned.
     """
     def as_list(Z):
         if isinstance(Z, torch.Tensor):
@@ -521,7 +612,7 @@ def plot(X, Y, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
         raise ValueError(f"expected one x per curve, got {len(X)} x and "
                          f"{len(Y)} curves")
     if axes is None:
-        fig, axes = plt.subplots(figsize=figsize)
+        fig, axes = plt.subplots(figsize=figsize, FigureClass=_ShownOnceFigure)
     for i, (x, y) in enumerate(zip(X, Y)):
         x = torch.as_tensor(x).detach().cpu()
         y = torch.as_tensor(y).detach().cpu()
@@ -562,3 +653,4 @@ def show_source(obj, docstring=False):
                 drop.update(range(body[0].lineno - 1, body[0].end_lineno))
         lines = [line for i, line in enumerate(lines) if i not in drop]
     return Code("\n".join(lines), language="python")
+

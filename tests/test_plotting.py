@@ -49,7 +49,7 @@ def test_show_heatmaps_uses_one_colour_scale(impl):
     fig = matplotlib.pyplot.gcf()
     panels = images(fig)
     assert len(panels) == 6
-    expected = (matrices.min().item(), matrices.max().item())
+    expected = (0.0, matrices.max().item())                     # weights start at 0
     for image in panels:
         assert image.get_clim() == pytest.approx(expected)
     colorbars = [ax for ax in fig.axes if not ax.images]
@@ -88,9 +88,9 @@ def test_show_heatmaps_moves_another_devices_tensor_to_the_cpu(impl):
 
 def test_show_heatmaps_layout_labels_and_titles():
     fig = au.show_heatmaps(grid(2, 3), xlabel="Keys", ylabel="Queries",
-                           titles=["a", "b", "c"], figsize=(2, 1.5), cmap="Blues")
+                           titles=["a", "b", "c"], figsize=(6, 3), cmap="Blues")
     axes = [ax for ax in fig.axes if ax.images]
-    assert tuple(fig.get_size_inches()) == pytest.approx((6, 3))   # size per panel
+    assert tuple(fig.get_size_inches()) == pytest.approx((6, 3))   # the whole figure
     for k, ax in enumerate(axes):
         row, col = divmod(k, 3)
         assert ax.get_xlabel() == ("Keys" if row == 1 else "")
@@ -155,3 +155,126 @@ def test_show_source_renders_the_module_code():
     assert method.startswith("def forward(self")               # dedented
     assert "Stores ``attention_weights``" not in method
     assert "class DotProductAttention" in au.show_source(au.DotProductAttention).data
+
+
+# --------------------------------------------------------------------------
+# The book's figsize, colour range, masked cells, per-panel scales
+# --------------------------------------------------------------------------
+
+def test_show_heatmaps_figsize_is_the_whole_figure_as_in_the_book():
+    for impl in (au, book):
+        impl.show_heatmaps(grid(2, 4), "Keys", "Queries", figsize=(7, 3.5))
+        size = matplotlib.pyplot.gcf().get_size_inches()
+        assert tuple(size) == pytest.approx((7, 3.5))
+
+
+def test_show_heatmaps_colour_range_starts_at_zero_only_for_weights():
+    fig = au.show_heatmaps(torch.tensor([[0.2, 0.8], [0.5, 0.5]]), "k", "q")
+    assert images(fig)[0].get_clim() == pytest.approx((0.0, 0.8))
+    fig = au.show_heatmaps(torch.tensor([[-1.5, 2.0], [0.5, 0.0]]), "k", "q")
+    assert images(fig)[0].get_clim() == pytest.approx((-1.5, 2.0))
+
+
+def test_show_heatmaps_masked_cells_are_grey_and_outside_the_range():
+    weights = torch.tensor([[[[0.3, 0.7, 9.0], [1.0, 0.0, -4.0]]]])  # (1, 1, 2, 3)
+    mask = torch.tensor([True, True, False])                   # broadcast over L
+    before = weights.clone()
+    fig = au.show_heatmaps(weights, "Keys", "Queries", mask=mask)
+    torch.testing.assert_close(weights, before)                # input untouched
+    image = images(fig)[0]
+    assert image.get_clim() == pytest.approx((0.0, 1.0))       # 9 and -4 ignored
+    shown = image.get_array()
+    assert shown.mask.tolist() == [[False, False, True], [False, False, True]]
+    grey = matplotlib.colors.to_rgba("lightgrey")
+    cmap = image.get_cmap()
+    assert cmap(shown)[0, 2] == pytest.approx(grey)            # masked: grey
+    assert cmap(image.norm(shown))[1, 1] != pytest.approx(grey)  # weight 0: not grey
+    assert cmap.name == "Reds"
+    assert matplotlib.colormaps["Reds"].get_bad()[3] == 0      # global map untouched
+
+
+def test_show_heatmaps_fully_masked_panel_still_draws():
+    fig = au.show_heatmaps(torch.rand(3, 3), "k", "q",
+                           mask=torch.zeros(3, 3, dtype=torch.bool))
+    assert images(fig)[0].get_array().mask.all()
+
+
+def test_show_heatmaps_own_scale_per_panel():
+    matrices = grid(1, 3)
+    matrices[0, 0] *= 0.01
+    fig = au.show_heatmaps(matrices, "Keys", "Queries", share_scale=False)
+    panels = images(fig)
+    for j, image in enumerate(panels):
+        assert image.get_clim() == pytest.approx((0.0, matrices[0, j].max().item()))
+    assert len([ax for ax in fig.axes if not ax.images]) == 3   # a colour bar each
+    shared = au.show_heatmaps(matrices, "Keys", "Queries")
+    assert len({image.get_clim() for image in images(shared)}) == 1
+
+
+@pytest.mark.parametrize("mask, received", [
+    (torch.ones(2, 2), "dtype torch.float32"),
+    (torch.ones(3, 2, dtype=torch.bool), r"got \(3, 2\)"),
+])
+def test_show_heatmaps_bad_mask(mask, received):
+    with pytest.raises(ValueError, match=received) as error:
+        au.show_heatmaps(torch.rand(1, 1, 2, 4), "k", "q", mask=mask)
+    assert "expected" in str(error.value)
+
+
+# --------------------------------------------------------------------------
+# Chinese text in figures
+# --------------------------------------------------------------------------
+
+CJK_FONTS = ["Noto Sans CJK SC", "PingFang SC", "Heiti SC", "Hiragino Sans GB",
+             "Microsoft YaHei", "SimHei"]
+
+
+def test_font_fallback_list_covers_linux_macos_and_windows():
+    families = matplotlib.rcParams["font.sans-serif"]
+    assert families[:len(CJK_FONTS)] == CJK_FONTS
+    assert families[-1] == "DejaVu Sans"                        # always present
+    assert matplotlib.rcParams["axes.unicode_minus"] is False
+    assert not any("/" in f or "\\" in f for f in families)     # names, no paths
+
+
+def test_chinese_title_renders_without_missing_glyphs():
+    from matplotlib import font_manager
+
+    installed = {font.name for font in font_manager.fontManager.ttflist}
+    if not installed & set(CJK_FONTS):
+        pytest.skip("no CJK font installed (Debian: fonts-noto-cjk)")
+    import warnings
+
+    fig = au.show_heatmaps(torch.rand(2, 2), xlabel="键", ylabel="查询",
+                           titles=["注意力权重"])
+    fig.axes[0].set_xticks([0, 1], ["我", "你"])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")                          # "Glyph ... missing"
+        fig.canvas.draw()
+
+
+# --------------------------------------------------------------------------
+# Jupyter shows each figure once
+# --------------------------------------------------------------------------
+
+def test_figures_show_once_in_an_executed_notebook(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    import pathlib
+
+    root = pathlib.Path(au.__file__).parent
+    cells = [
+        f"%matplotlib inline\nimport sys; sys.path.insert(0, {str(root)!r})\n"
+        "import torch\nimport attention_utils as au\nw = torch.rand(2, 2, 3, 3)",
+        "au.show_heatmaps(w, 'k', 'q')",                        # ends the cell
+        "fig = au.show_heatmaps(w, 'k', 'q')",                  # assigned
+        "au.plot([0, 1], [1, 2])",
+        "fig = au.plot([0, 1], [1, 2])",
+        "fig",                                                  # closed: shown again
+    ]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    pngs = [sum("image/png" in out.get("data", {}) for out in cell.outputs)
+            for cell in nb.cells]
+    assert pngs == [0, 1, 1, 1, 1, 1]
