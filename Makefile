@@ -10,14 +10,13 @@ STAMP  := $(VENV)/.installed
 NOTEBOOKS    ?= notebooks
 SLIDES_OUT   ?= build/slides
 DECK         ?=
-LAB_SETTINGS := $(VENV)/share/jupyter/lab/settings/overrides.json
 NPM_STAMP    := node_modules/.package-lock.json
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 .PHONY: help install test lab bench pins clean slides screenshots browser
 
 help:
-	@echo "make lab    - JupyterLab with RISE on 127.0.0.1 (token auth on), opened on notebooks/"
+	@echo "make lab    - JupyterLab on 127.0.0.1 with the live presenter, serving a working copy in build/lab/; prints the URL with its token"
 	@echo "make test   - install into .venv if needed; unit tests + strict nbval of every deck"
 	@echo "make slides - offline HTML decks + course index in build/slides/ (needs npm)"
 	@echo "make screenshots [DECK=02_nadaraya_watson] - PNG of every slide in build/screenshots/<deck>/"
@@ -36,23 +35,16 @@ install: $(STAMP)
 
 # Unit tests and strict nbval (every cell of every deck re-run and compared), on
 # two workers; --dist loadfile keeps each notebook's cells on one kernel.
-# The browser tests (tests/test_slides.py) need the built decks, chromium and RISE's settings.
-test: install slides browser $(LAB_SETTINGS)
+# The browser tests (tests/test_slides.py, tests/test_live.py) need the built decks and chromium.
+test: install slides browser
 	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -n 2 --dist loadfile tests notebooks
 
-# A fresh random token every start, so a user config cannot switch token auth off.
-lab: install $(LAB_SETTINGS)
-	$(VENV)/bin/jupyter lab --ServerApp.ip=127.0.0.1 --ServerApp.root_dir=notebooks $(if $(SUDO),,--allow-root) \
-	  --IdentityProvider.token=$$($(PY) -c 'import secrets; print(secrets.token_hex(24))')
+# slides/lab.py: a working copy of the decks in build/lab/ (presenting never
+# writes notebooks/), a fresh random token on every start, and the full URL printed.
+lab: install
+	$(PY) slides/lab.py
 
-# ---- Slides: RISE settings, offline HTML decks, screenshots, browser ----
-
-# RISE's classroom settings (theme, transition, scroll) become JupyterLab
-# defaults inside the venv; notebooks/rise.css carries the shared styles.
-$(LAB_SETTINGS): slides/rise-settings.json $(STAMP)
-	@mkdir -p $(dir $@)
-	$(PY) -c 'import json, pathlib, sys; p = pathlib.Path(sys.argv[1]); d = json.loads(p.read_text()) if p.exists() else {}; \
-	  d["jupyterlab-rise:plugin"] = json.loads(pathlib.Path("slides/rise-settings.json").read_text()); p.write_text(json.dumps(d, indent=2))' $@
+# ---- Slides: offline HTML decks, screenshots, browser ----
 
 $(NPM_STAMP): package.json package-lock.json
 	@command -v npm >/dev/null 2>&1 || { echo "make slides: npm not found. The offline decks need reveal.js and MathJax from npm;" \
@@ -64,8 +56,8 @@ $(NPM_STAMP): package.json package-lock.json
 SLIDES_INDEX := $(SLIDES_OUT)/index.html
 slides: $(SLIDES_INDEX)
 
-$(SLIDES_INDEX): $(STAMP) $(NPM_STAMP) $(wildcard $(NOTEBOOKS)/*.ipynb) $(wildcard $(NOTEBOOKS)/*.css) \
-                 slides/build.py slides/rise-settings.json $(wildcard slides/templates/*/*)
+$(SLIDES_INDEX): $(STAMP) $(NPM_STAMP) $(wildcard $(NOTEBOOKS)/*.ipynb) \
+                 slides/build.py slides/reveal-settings.json slides/course.css $(wildcard slides/templates/*/*)
 	$(PY) slides/build.py --notebooks $(NOTEBOOKS) --out $(SLIDES_OUT)
 	@touch $@
 

@@ -31,6 +31,7 @@ from ``valid_lens`` by one helper, ``valid_lens_to_mask``.
 
 import ast
 import inspect
+import itertools
 import math
 import textwrap
 
@@ -66,6 +67,9 @@ __all__ = [
     "show_heatmaps",
     "plot",
     "show_source",
+    # interactive figures (live, offline and unrun)
+    "Slider",
+    "interactive",
 ]
 
 
@@ -654,3 +658,200 @@ def show_source(obj, docstring=False):
         lines = [line for i, line in enumerate(lines) if i not in drop]
     return Code("\n".join(lines), language="python")
 
+
+# --------------------------------------------------------------------------
+# Interactive figures
+# --------------------------------------------------------------------------
+# One helper serves every deck's controls in all three places a deck is shown:
+#   * live (a kernel): ipywidgets sliders swap precomputed frames, so a drag is
+#     instant and needs no plotting code on the slide;
+#   * offline HTML (no kernel): the same frames, swapped by a few lines of
+#     JavaScript in the cell's stored text/html output, with no CDN;
+#   * before anyone runs the deck (an untrusted notebook): JupyterLab strips
+#     the scripts, and what is left is the figure at its default setting.
+# The frames are PNG data URIs inside text/html, which strict nbval compares,
+# so `make test` sanitizes them (tests/nbval_sanitize.cfg): nbval checks the
+# control labels and the markup, not PNG bytes.
+
+class Slider:
+    """One control of an interactive figure: a fixed list of values to pick from.
+
+    Args:
+        values: the values, in slider order (a list, tuple or range).
+        value: the value shown first (default: the first one).
+        description: the label in front of the slider (Chinese on slides).
+        labels: optional text for each value (default: ``f"{v:g}"`` for
+            numbers, ``str(v)`` otherwise).
+    """
+
+    def __init__(self, values, value=None, description=None, labels=None):
+        self.values = list(values)
+        if not self.values:
+            raise ValueError("expected at least one slider value, got none")
+        value = self.values[0] if value is None else value
+        if value not in self.values:
+            raise ValueError(f"expected value to be one of {self.values}, got {value!r}")
+        self.index = self.values.index(value)
+        self.description = description
+        if labels is None:
+            labels = [f"{v:g}" if isinstance(v, (int, float)) and not isinstance(v, bool)
+                      else str(v) for v in self.values]
+        if len(labels) != len(self.values):
+            raise ValueError(f"expected {len(self.values)} labels (one per value), got {len(labels)}")
+        self.labels = [str(label) for label in labels]
+
+
+class _InteractiveFigure:
+    """What `interactive` returns; Jupyter displays it through its MIME bundle."""
+
+    def __init__(self, names, sliders, frames):
+        self.names, self.sliders, self.frames = names, sliders, frames
+        self._widget = None
+
+    def _frame_index(self, indices):                  # row-major over the sliders
+        flat = 0
+        for slider, i in zip(self.sliders, indices):
+            flat = flat * len(slider.values) + i
+        return flat
+
+    def _default(self):
+        return self._frame_index([s.index for s in self.sliders])
+
+    def _live_widget(self):
+        import ipywidgets as widgets
+
+        png = self.frames[self._default()]
+        width, height = (int.from_bytes(png[i:i + 4], "big") for i in (16, 20))  # PNG IHDR
+        # Natural size: an Image widget otherwise stretches to the cell's width.
+        image = widgets.Image(value=png, format="png", width=width, height=height)
+        controls = [
+            widgets.SelectionSlider(
+                options=list(zip(s.labels, range(len(s.values)))), value=s.index,
+                description=s.description or name, continuous_update=True,
+                style={"description_width": "initial"}, layout=widgets.Layout(width="460px"))
+            for name, s in zip(self.names, self.sliders)]
+
+        def show(change):
+            image.value = self.frames[self._frame_index([c.value for c in controls])]
+
+        for control in controls:
+            control.observe(show, names="value")
+        return widgets.VBox([*controls, image])
+
+    def _html(self):
+        import base64
+        import html
+        import json
+
+        uris = ["data:image/png;base64," + base64.b64encode(f).decode("ascii") for f in self.frames]
+        captions = " · ".join(
+            f"{html.escape(s.description or n)} = {html.escape(s.labels[s.index])}"
+            for n, s in zip(self.names, self.sliders))
+        spec = {"controls": [{"label": s.description or n, "labels": s.labels, "index": s.index}
+                             for n, s in zip(self.names, self.sliders)],
+                "frames": uris}
+        # '</' would end the JSON script early; JSON allows the escaped form.
+        data = json.dumps(spec, ensure_ascii=False).replace("</", "<\\/")
+        return (f'<div class="au-interactive">\n'
+                f'<div class="au-controls">{captions}</div>\n'
+                f'<img class="au-frame" alt="{captions}" src="{uris[self._default()]}">\n'
+                f'<script type="application/json" class="au-frames">{data}</script>\n'
+                f'<script>{_INTERACTIVE_JS}</script>\n</div>')
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        settings = ", ".join(f"{s.description or n} = {s.labels[s.index]}"
+                             for n, s in zip(self.names, self.sliders))
+        bundle = {"text/plain": f"交互图（{settings}）：运行本单元后拖动滑块查看变化",
+                  "text/html": self._html()}
+        try:
+            if self._widget is None:
+                self._widget = self._live_widget()
+            bundle["application/vnd.jupyter.widget-view+json"] = {
+                "version_major": 2, "version_minor": 0, "model_id": self._widget.model_id}
+        except ImportError:  # no ipywidgets: the HTML controls still work
+            pass
+        return bundle
+
+
+# Offline controls: build one range input per slider and swap the frame.
+# Plain ES5, no libraries; reveal.js keeps the arrow keys while an input has
+# focus, so the input gives focus back when the pointer is released.
+_INTERACTIVE_JS = """(function () {
+  var root = document.currentScript && document.currentScript.parentNode;
+  if (!root || root.getAttribute('data-ready')) return;
+  root.setAttribute('data-ready', '1');
+  var spec = JSON.parse(root.querySelector('script.au-frames').textContent);
+  var img = root.querySelector('img.au-frame'), box = root.querySelector('.au-controls');
+  var inputs = [];
+  box.textContent = '';
+  function show() {
+    var flat = 0;
+    spec.controls.forEach(function (c, k) {
+      var i = +inputs[k].value;
+      flat = flat * c.labels.length + i;
+      inputs[k].nextSibling.textContent = ' ' + c.labels[i];
+    });
+    img.src = spec.frames[flat];
+  }
+  spec.controls.forEach(function (c) {
+    var row = document.createElement('label'), input = document.createElement('input');
+    row.className = 'au-control';
+    row.appendChild(document.createTextNode(c.label + ' '));
+    input.type = 'range'; input.min = 0; input.max = c.labels.length - 1; input.step = 1;
+    input.value = c.index;
+    input.addEventListener('input', show);
+    input.addEventListener('pointerup', function () { input.blur(); });
+    row.appendChild(input);
+    row.appendChild(document.createElement('output'));
+    box.appendChild(row);
+    inputs.push(input);
+  });
+  show();
+})();"""
+
+
+def _png(fig):
+    from IPython.core.pylabtools import print_figure  # the inline backend's own renderer
+
+    return print_figure(fig, "png", bbox_inches="tight")
+
+
+MAX_FRAMES = 64    # pictures per interactive figure; keeps an offline deck small
+
+
+def interactive(draw, **controls):
+    """A figure with sliders that works live, in the offline slides and unrun.
+
+    Every combination of slider values is drawn once, up front; moving a
+    slider then only swaps pictures, live (ipywidgets) and offline (a few
+    lines of JavaScript in the stored HTML). End the cell with the call, or
+    pass the result to ``display``.
+
+    Args:
+        draw: ``draw(**values)`` draws one setting and returns its Figure
+            (or leaves it as the current figure). It must not call plt.show().
+        **controls: one per keyword of ``draw``: a ``Slider``, or a list of
+            values (the first is the default).
+
+    Example::
+
+        au.interactive(lambda valid_len: au.show_heatmaps(...),
+                       valid_len=au.Slider(range(9), value=3, description="有效长度"))
+    """
+    if not controls:
+        raise ValueError("expected at least one control (keyword=Slider or list), got none")
+    if not callable(draw):
+        raise ValueError(f"expected draw to be a function, got {type(draw).__name__}")
+    names = list(controls)
+    sliders = [c if isinstance(c, Slider) else Slider(c) for c in controls.values()]
+    count = math.prod(len(s.values) for s in sliders)
+    if count > MAX_FRAMES:
+        raise ValueError(f"expected at most {MAX_FRAMES} slider combinations (each is a "
+                         f"stored picture), got {count}; offer fewer values")
+    frames = []
+    for indices in itertools.product(*(range(len(s.values)) for s in sliders)):
+        fig = draw(**{n: s.values[i] for n, s, i in zip(names, sliders, indices)})
+        fig = plt.gcf() if fig is None else fig
+        frames.append(_png(fig))
+        plt.close(fig)                 # shown as a frame, never by the inline flush
+    return _InteractiveFigure(names, sliders, frames)

@@ -10,9 +10,10 @@ node_modules/ (installed by `npm ci` from package-lock.json) into
 <out>/assets/, trimmed to what the decks use, so a deck opened straight from
 disk needs no network. Markdown images are embedded as data URIs.
 
-The look comes from the two files RISE also uses: notebooks/rise.css (the one
-course stylesheet) and slides/rise-settings.json (theme, transition, scroll,
-slide numbers), so an exported deck looks like the live one.
+The look comes from slides/course.css (the one course stylesheet, which the
+live presenter also gets from `make lab`) and slides/reveal-settings.json
+(theme, transition, scroll, slide numbers). Interactive figures keep working:
+their stored HTML swaps precomputed frames without a kernel.
 """
 
 from __future__ import annotations
@@ -29,8 +30,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 HERE = Path(__file__).resolve().parent
-SETTINGS = HERE / "rise-settings.json"
-COURSE_CSS = ROOT / "notebooks" / "rise.css"
+SETTINGS = HERE / "reveal-settings.json"
+COURSE_CSS = HERE / "course.css"
 
 # Slides are laid out for a 1280x720 projector; reveal scales them to the window.
 SLIDE_WIDTH, SLIDE_HEIGHT = 1280, 720
@@ -82,7 +83,7 @@ def copy_assets(node_modules: Path, out: Path, theme: str) -> None:
                 dst = assets / package / src.relative_to(base)
                 dst.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(src, dst)
-    shutil.copy2(COURSE_CSS, assets / "rise.css")
+    shutil.copy2(COURSE_CSS, assets / "course.css")
 
 
 def title_info(nb, stem: str) -> dict:
@@ -108,23 +109,27 @@ def title_info(nb, stem: str) -> dict:
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_NOTE = (
-    '<div class="au-widget-note">交互控件：在 JupyterLab / RISE 中运行本单元即可使用 · '
-    "Interactive control: run this cell in JupyterLab or RISE</div>"
+    '<div class="au-widget-note">交互控件：在 JupyterLab 中运行本单元即可使用 · '
+    "Interactive control: run this cell in JupyterLab</div>"
 )
 
 
 def static_widgets(nb) -> None:
-    """A live widget cannot run in a static deck: show a short note in its place.
+    """Show each control's kernel-free form; never load a widget manager from a CDN.
 
-    Without this, nbconvert shows the widget's text repr ("interactive(children=...")
-    or loads a widget manager from a CDN. The deck's own static fallback cells
-    (small multiples) carry the content.
+    An interactive figure (`au.interactive`) stores, beside its live widget, a
+    text/html form whose JavaScript swaps precomputed frames; dropping the
+    widget view lets nbconvert choose that form. Any other widget would show
+    its text repr ("interactive(children=..."), so it becomes a short note.
     """
     nb.metadata.pop("widgets", None)
     for cell in nb.cells:
         for output in cell.get("outputs", []):
-            if WIDGET_VIEW in output.get("data", {}):
-                output["data"] = {"text/html": WIDGET_NOTE}
+            data = output.get("data", {})
+            if WIDGET_VIEW in data:
+                del data[WIDGET_VIEW]
+                if "text/html" not in data:
+                    output["data"] = {"text/html": WIDGET_NOTE}
 
 
 def export_deck(path: Path, out: Path, settings: dict) -> dict:
@@ -155,7 +160,7 @@ def export_deck(path: Path, out: Path, settings: dict) -> dict:
     resources = {
         "metadata": {"name": path.stem, "path": str(path.parent)},
         "reveal": {"center": bool(settings.get("center", True))},
-        "course_css_url": "assets/rise.css",
+        "course_css_url": "assets/course.css",
     }
     body, _ = exporter.from_notebook_node(nb, resources=resources)
     target = out / f"{path.stem}.slides.html"
@@ -171,7 +176,7 @@ INDEX = """<!DOCTYPE html>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>注意力机制 · 课堂幻灯片 / Attention mechanisms · slides</title>
-<link rel="stylesheet" href="assets/rise.css">
+<link rel="stylesheet" href="assets/course.css">
 </head>
 <body class="au-index">
 <main>
@@ -187,8 +192,8 @@ INDEX = """<!DOCTYPE html>
 <li><kbd>→</kbd> / <kbd>空格 Space</kbd>：下一页 next · <kbd>←</kbd>：上一页 previous</li>
 <li><kbd>S</kbd>：演讲者备注 speaker notes · <kbd>Esc</kbd>：总览 overview · <kbd>F</kbd>：全屏 full screen</li>
 </ul>
-<p>要运行代码或操作交互控件，请在 JupyterLab 中打开对应的 notebook（<code>make lab</code>）。<br>
-<span lang="en">To run the code or use the interactive controls, open the notebook in JupyterLab (<code>make lab</code>).</span></p>
+<p>幻灯片中的滑块无需内核即可拖动；要运行或修改代码，请在 JupyterLab 中打开对应的 notebook（<code>make lab</code>）。<br>
+<span lang="en">The sliders in these decks work without a kernel; to run or change the code, open the notebook in JupyterLab (<code>make lab</code>).</span></p>
 </main>
 </body>
 </html>

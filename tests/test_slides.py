@@ -1,4 +1,6 @@
-"""Browser tests of the slides: every exported deck offline, and one deck live in RISE.
+"""Browser tests of the exported slides: every deck offline, its controls moved without a kernel.
+
+The live lecture in JupyterLab is tested in tests/test_live.py.
 
 Run by `make test`, which first runs `make slides` and installs Debian's
 chromium where it is missing. Run alone, these tests rebuild stale decks
@@ -15,13 +17,7 @@ import html.parser
 import json
 import os
 import re
-import secrets
-import signal
-import socket
-import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import nbformat
@@ -148,11 +144,41 @@ def test_mathjax_is_trimmed(built):
 # ---------------------------------------------------------------- static decks in Chromium, offline
 
 
+# Moves every range input of every offline interactive figure to each end and
+# back; returns the ones whose picture did not change.
+MOVE_JS = r"""() => {
+  const bad = [];
+  document.querySelectorAll('.au-interactive[data-ready]').forEach((root, n) => {
+    const img = root.querySelector('img.au-frame');
+    root.querySelectorAll('input[type=range]').forEach((input, k) => {
+      const start = input.value;
+      for (const v of [input.max, input.min]) {
+        if (String(v) === String(input.value)) continue;
+        const before = img.src;
+        input.value = v;
+        input.dispatchEvent(new Event('input'));
+        if (img.src === before) bad.push(`figure ${n} control ${k}: picture unchanged at ${v}`);
+      }
+      input.value = start;
+      input.dispatchEvent(new Event('input'));
+    });
+    if (!root.querySelectorAll('input[type=range]').length) bad.push(`figure ${n}: no controls`);
+  });
+  return bad;
+}"""
+
+
+def move_offline_controls(page) -> list[str]:
+    return page.evaluate(MOVE_JS)
+
+
 @pytest.mark.parametrize("deck", DECKS, ids=deck_ids(DECKS))
 def test_static_deck_offline(built, chromium, deck):
     page, log = browser.open_static_deck(chromium, built / f"{deck.stem}.slides.html")
     SHOTS.mkdir(parents=True, exist_ok=True)
     problems = []
+    size = (built / f"{deck.stem}.slides.html").stat().st_size
+    assert size < 8_000_000, f"{deck.stem}.slides.html is {size / 1e6:.1f} MB"
     try:
         config = page.evaluate("(() => { const c = Reveal.getConfig(); return [c.width, c.height]; })()")
         assert config == [build.SLIDE_WIDTH, build.SLIDE_HEIGHT]
@@ -164,7 +190,11 @@ def test_static_deck_offline(built, chromium, deck):
                       for c in nb.cells if c.cell_type == "code"
                       and c.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes")
                       for o in c.outputs)
-        assert page.evaluate("document.querySelectorAll('.au-widget-note').length") == widgets, "widget fallback note"
+        assert widgets, "the deck has no interactive figure"
+        assert page.evaluate("document.querySelectorAll('.au-widget-note').length") == 0, "a control without a kernel-free form"
+        assert page.evaluate("document.querySelectorAll('.au-interactive[data-ready]').length") == widgets, \
+            "an interactive figure's offline control did not start"
+        problems += move_offline_controls(page)
         slides = page.evaluate(browser.SLIDES_JS)
         assert len(slides) > 1
         for n, (h, v) in enumerate(slides, start=1):
@@ -210,124 +240,3 @@ def test_speaker_view_opens_offline(built, chromium):
     finally:
         page.close()
     assert log.external == [] and log.errors == []
-
-
-# ---------------------------------------------------------------- RISE, live in JupyterLab
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _math_deck() -> Path:
-    """The first deck with math after its title slide (RISE_DECK overrides)."""
-    if os.environ.get("RISE_DECK"):
-        return NOTEBOOKS / os.environ["RISE_DECK"]
-    for deck in DECKS:
-        nb = nbformat.read(deck, as_version=4)
-        if any(c.cell_type == "markdown" and "$" in c.source for c in nb.cells[1:]):
-            return deck
-    pytest.skip("no deck with math yet")
-
-
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory):
-    """JupyterLab (with RISE) on a free localhost port with a token; stopped by its PID."""
-    overrides = Path(sys.prefix) / "share" / "jupyter" / "lab" / "settings" / "overrides.json"
-    if "jupyterlab-rise:plugin" not in (json.loads(overrides.read_text()) if overrides.exists() else {}):
-        missing(f"RISE settings not installed in {overrides}: run `make lab` or `make test` once")
-    port, token = _free_port(), secrets.token_hex(16)
-    home = tmp_path_factory.mktemp("lab")
-    env = dict(os.environ, JUPYTERLAB_SETTINGS_DIR=str(home / "settings"),
-               JUPYTERLAB_WORKSPACES_DIR=str(home / "workspaces"), JUPYTER_RUNTIME_DIR=str(home / "runtime"))
-    cmd = [sys.executable, "-m", "jupyterlab", "--no-browser", "--ServerApp.ip=127.0.0.1",
-           f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-           f"--ServerApp.root_dir={NOTEBOOKS}"] + (["--allow-root"] if os.geteuid() == 0 else [])
-    logfile = open(home / "lab.log", "wb")
-    proc = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, env=env)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as r:
-                    if r.status == 200:
-                        break
-            except OSError:
-                pass
-            if proc.poll() is not None or time.monotonic() > deadline:
-                pytest.fail("JupyterLab did not start:\n" + (home / "lab.log").read_text()[-3000:])
-            time.sleep(0.5)
-        # Without the token the server must refuse.
-        with pytest.raises(urllib.error.HTTPError):
-            urllib.request.urlopen(f"{base}/api/contents", timeout=5)
-        yield base, token
-    finally:
-        if proc.poll() is None:
-            os.kill(proc.pid, signal.SIGTERM)  # the server we started, by its PID
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.kill(proc.pid, signal.SIGKILL)
-                proc.wait()
-        logfile.close()
-
-
-PRESENT_JS = r"""() => {
-  const s = document.querySelector('.reveal .slides section.present section.present')
-         || document.querySelector('.reveal .slides section.present');
-  if (!s) return null;
-  const text = [...s.querySelectorAll('.jp-MarkdownOutput')].map(e => {
-    const c = e.cloneNode(true);
-    c.querySelectorAll('mjx-container, script, code, pre').forEach(x => x.remove());
-    return c.textContent; }).join('\n');
-  return {html: s.innerHTML.length, math: s.querySelectorAll('mjx-container').length,
-          raw: /\$\$|\\\(|\\\[/.test(text), text: text.slice(0, 200),
-          id: location.hash};  // reveal's history: slide and fragment
-}"""
-
-
-def test_rise_live_deck(lab, chromium):
-    base, token = lab
-    deck = _math_deck()
-    page = chromium.new_page()
-    log = browser.watch(page, (base,))
-    try:
-        page.goto(f"{base}/rise/{deck.name}?token={token}")
-        page.wait_for_selector(".reveal .slides section.present .au-title h1", timeout=90_000)
-        page.wait_for_timeout(1000)
-        assert page.evaluate("document.body.classList.contains('theme-white')"), "RISE did not get slides/rise-settings.json"
-        color = page.evaluate("getComputedStyle(document.querySelector('.reveal .au-title h1')).color")
-        assert color == ACCENT, "RISE did not load notebooks/rise.css"
-        SHOTS.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(SHOTS / f"rise-{deck.stem}-01.png"))
-
-        def advance():
-            # Keys do not move RISE slides in headless Chromium; the controls do.
-            for sel in (".reveal .controls .navigate-down.enabled", ".reveal .controls .navigate-right.enabled"):
-                if page.locator(sel).count():
-                    page.locator(sel).first.click()
-                    page.wait_for_timeout(700)
-                    return True
-            return False
-
-        seen, state = [], page.evaluate(PRESENT_JS)
-        for _ in range(25):  # move on until a slide with math
-            before = state["id"]
-            assert advance(), "no enabled next-slide control"
-            state = page.evaluate(PRESENT_JS)
-            assert state["id"] != before, f"clicking the next-slide control did not move on from {before}"
-            seen.append(state["id"])
-            if state["math"]:
-                break
-        assert state["math"] > 0, f"no typeset math (mjx-container) in the first {len(seen)} slides of {deck.name}"
-        assert not state["raw"], f"raw TeX on a live slide: {state['text']!r}"
-        page.screenshot(path=str(SHOTS / f"rise-{deck.stem}-math.png"))
-        before = state["id"]
-        assert advance() and page.evaluate(PRESENT_JS)["id"] != before, "could not move past the math slide"
-    finally:
-        page.close()
-    assert log.external == [], f"the live deck requested the internet: {log.external[:5]}"
-    assert log.errors == [], f"page errors in RISE: {log.errors[:5]}"

@@ -1,0 +1,350 @@
+"""The live lecture, given as a teacher gives it, in JupyterLab driven by Chromium.
+
+One JupyterLab serves a fresh working copy of the decks (slides/lab.py, as
+`make lab` does), so every notebook starts untrusted, as after a fresh clone.
+For every deck:
+
+1. Before anything runs: present it (jupyterlab-slideshow) and visit every
+   slide: every image loads, no raw TeX, no widget text repr, nothing taller
+   than the 720 px screen.
+2. Run All, present again, and move every control of every interactive
+   figure: its picture must change.
+3. No page errors, and the repository's notebooks are byte for byte unchanged
+   afterwards (the lecture ran on the working copy).
+
+Also: the URL `make lab` prints logs in, and the teacher's keys move through
+slides and subslides. `make test` runs this with SLIDES_TESTS_REQUIRED=1, so a
+missing browser fails instead of skipping.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import http.cookiejar
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT / "slides"))
+import browser  # noqa: E402
+import lab  # noqa: E402
+
+NOTEBOOKS = Path(os.environ.get("NOTEBOOKS", ROOT / "notebooks"))
+if not NOTEBOOKS.is_absolute():
+    NOTEBOOKS = ROOT / NOTEBOOKS
+DECKS = sorted(NOTEBOOKS.glob("*.ipynb"))
+REQUIRED = os.environ.get("SLIDES_TESTS_REQUIRED") == "1"
+SHOTS = ROOT / "build" / "screenshots" / "live"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+FORWARD = {"direction": "down", "alternate": "forward"}
+
+
+def missing(reason: str):
+    if REQUIRED:
+        pytest.fail(reason)
+    pytest.skip(reason)
+
+
+def digests(folder: Path) -> dict:
+    return {p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(folder.glob("*.ipynb"))}
+
+
+def wait_for_server(base: str, token: str, proc, log: Path, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            req = urllib.request.Request(f"{base}/api/status", headers={"Authorization": f"token {token}"})
+            with urllib.request.urlopen(req, timeout=2) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail("JupyterLab did not start:\n" + log.read_text(errors="replace")[-3000:])
+        time.sleep(0.5)
+
+
+def stop(proc) -> None:
+    if proc.poll() is None:
+        os.kill(proc.pid, signal.SIGTERM)  # the server we started, by its PID
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.kill(proc.pid, signal.SIGKILL)
+            proc.wait()
+
+
+# ---------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="module")
+def chromium():
+    if browser.chromium_path() is None:
+        missing("chromium not installed: `make browser` (apt-get install chromium)")
+    with browser.launch() as context:
+        yield context
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """JupyterLab as `make lab` starts it, on a fresh working copy and a free port."""
+    if not DECKS:
+        pytest.skip(f"no decks in {NOTEBOOKS}")
+    workdir = tmp_path_factory.mktemp("lecture")
+    settings = lab.prepare(workdir, notebooks=NOTEBOOKS)
+    port, token = lab.free_port(18888), "t" + os.urandom(16).hex()
+    extra = ["--no-browser", "--LabApp.expose_app_in_browser=True"]  # tests drive Lab's commands
+    log = workdir / "lab.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(lab.command(workdir, port, settings, extra), stdout=out,
+                                stderr=subprocess.STDOUT, env=lab.environment(workdir, token))
+    base = f"http://127.0.0.1:{port}"
+    before = digests(NOTEBOOKS)
+    try:
+        wait_for_server(base, token, proc, log)
+        yield base, token
+    finally:
+        stop(proc)
+    assert digests(NOTEBOOKS) == before, "the lecture changed a deck in the repository"
+
+
+# ---------------------------------------------------------------- the page
+
+# The cells of the presented slide, as the audience sees them.
+VISIBLE_JS = r"""() => {
+  const cells = [...document.querySelectorAll('.jp-Deck .jp-Notebook .jp-Cell')].filter(c => {
+    const r = c.getBoundingClientRect(), st = getComputedStyle(c);
+    return r.width > 0 && r.height > 0 && st.display !== 'none' && st.visibility !== 'hidden'
+      && +st.opacity > 0.05;
+  });
+  const boxes = cells.map(c => c.getBoundingClientRect());
+  const text = cells.map(c => {
+    const md = [...c.querySelectorAll('.jp-RenderedMarkdown')].map(e => {
+      const k = e.cloneNode(true);
+      k.querySelectorAll('mjx-container, script, code, pre').forEach(x => x.remove());
+      return k.textContent; }).join('\n');
+    return md; }).join('\n');
+  const raw = [/\$\$/, /\\\(/, /\\\[/, /\\(frac|sum|mathbf|mathrm|sqrt|top|softmax|exp|left|right)\b/,
+               /\$[^$\s][^$]*\$/].map(p => text.match(p)).filter(Boolean).map(m => text.slice(Math.max(0, m.index - 20), m.index + 40));
+  const images = cells.flatMap(c => [...c.querySelectorAll('img')]);
+  const outputs = cells.flatMap(c => [...c.querySelectorAll('.jp-OutputArea-output')]).map(o => o.innerText || '');
+  return {
+    cells: cells.map(c => jupyterapp.shell.currentWidget.content.widgets.findIndex(w => w.node === c)),
+    top: boxes.length ? Math.min(...boxes.map(b => b.top)) : 0,
+    bottom: boxes.length ? Math.max(...boxes.map(b => b.bottom)) : 0,
+    broken: images.filter(i => !i.complete || !i.naturalWidth).map(i => (i.alt || i.src).slice(0, 60)),
+    raw,
+    reprs: outputs.filter(t => /^\s*(interactive|VBox|HBox|IntSlider|FloatSlider|Output)\(/.test(t)).map(t => t.slice(0, 60)),
+    title: ((cells.map(c => c.querySelector('h1, h2, h3')).find(Boolean) || {}).innerText || '').slice(0, 40),
+  };
+}"""
+
+GO_JS = "args => jupyterapp.commands.execute('deck:go', args)"
+
+
+def open_notebook(context, base: str, token: str, name: str):
+    page = context.new_page()
+    log = browser.watch(page, (base,))
+    page.goto(f"{base}/lab/tree/notebooks/{name}?token={token}")
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
+    page.wait_for_function("window.jupyterapp && jupyterapp.shell.currentWidget"
+                           " && jupyterapp.shell.currentWidget.content && jupyterapp.shell.currentWidget.content.widgets.length",
+                           timeout=60_000)
+    page.evaluate("() => jupyterapp.shell.currentWidget.sessionContext.ready")
+    page.wait_for_timeout(1500)  # let the notebook finish rendering before presenting
+    return page, log
+
+
+def present_from(page, index: int) -> None:
+    """Start the presenter on the slide that holds cell `index`."""
+    page.evaluate("() => jupyterapp.commands.isToggled('deck:toggle') && jupyterapp.commands.execute('deck:stop')")
+    page.evaluate(f"() => {{ jupyterapp.shell.currentWidget.content.activeCellIndex = {index}; }}")
+    page.evaluate("() => jupyterapp.commands.execute('deck:start')")
+    page.wait_for_selector(".jp-Deck", timeout=15_000)
+    page.wait_for_timeout(400)
+
+
+def walk(page, deck: str, limit: int = 400) -> tuple[list, list]:
+    """Visit every slide and fragment from the start; return (steps, problems)."""
+    present_from(page, 0)
+    steps, problems, seen = [], [], set()
+    for n in range(limit):
+        page.wait_for_timeout(150)
+        info = page.evaluate(VISIBLE_JS)
+        key = tuple(info["cells"])
+        where = f"{deck} step {n} (cells {info['cells'][:4]}) {info['title']!r}"
+        if info["bottom"] - info["top"] > browser.VIEWPORT["height"]:
+            problems.append(f"{where}: {info['bottom'] - info['top']:.0f}px tall > 720px")
+        if info["broken"]:
+            problems.append(f"{where}: broken image {info['broken'][:2]}")
+        if info["raw"]:
+            problems.append(f"{where}: raw TeX {info['raw'][:2]}")
+        if info["reprs"]:
+            problems.append(f"{where}: widget text repr {info['reprs'][:2]}")
+        steps.append(key)
+        if len(steps) > 1 and key == steps[-2] and n > 1 and steps.count(key) > 2:
+            break  # the last slide: going forward changes nothing
+        seen.add(key)
+        page.evaluate(GO_JS, FORWARD)
+    return steps, problems
+
+
+def run_all(page, timeout_s: float = 120) -> None:
+    page.evaluate("() => jupyterapp.commands.isToggled('deck:toggle') && jupyterapp.commands.execute('deck:stop')")
+    page.evaluate("() => jupyterapp.shell.currentWidget.sessionContext.ready")
+    page.evaluate("() => jupyterapp.commands.execute('notebook:run-all-cells')")
+    page.wait_for_function(
+        """() => { const nb = jupyterapp.shell.currentWidget;
+                   const k = nb.sessionContext.session && nb.sessionContext.session.kernel;
+                   return k && k.status === 'idle' && nb.content.widgets.every(c => c.model.type !== 'code'
+                     || (c.model.executionCount !== null && !c.node.querySelector('.jp-InputArea-prompt').textContent.includes('*'))
+                     || !c.model.sharedModel.getSource().trim()); }""",
+        timeout=timeout_s * 1000, polling=500)
+
+
+def interactive_cells(deck: Path) -> list[int]:
+    nb = nbformat.read(deck, as_version=4)
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+            and c.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes")
+            and any(WIDGET_VIEW in o.get("data", {}) for o in c.get("outputs", []))]
+
+
+SLIDERS_JS = """i => { const cell = jupyterapp.shell.currentWidget.content.widgets[i].node;
+  return { sliders: cell.querySelectorAll('.widget-slider .noUi-handle, .widget-slider input[type=range]').length,
+           image: (cell.querySelector('.jupyter-widgets img') || {}).src || null }; }"""
+
+
+def move_controls(page, index: int) -> list[str]:
+    """Move every slider of cell `index` to both ends; the picture must change each time."""
+    problems = []
+    state = page.evaluate(SLIDERS_JS, index)
+    if not state["sliders"] or not state["image"]:
+        return [f"cell {index}: no live slider/picture after Run All ({state})"]
+    handles = page.locator(".jp-Notebook .jp-Cell").nth(index).locator(".widget-slider .noUi-handle")
+    for k in range(handles.count()):
+        for key in ("End", "Home"):
+            before = page.evaluate(SLIDERS_JS, index)["image"]
+            handles.nth(k).focus()
+            page.keyboard.press(key)
+            try:
+                page.wait_for_function(f"([i, b]) => ({SLIDERS_JS})(i).image !== b", arg=[index, before], timeout=5_000)
+            except Exception:
+                # At that end already: go the other way first.
+                page.keyboard.press("End" if key == "Home" else "Home")
+                page.wait_for_timeout(300)
+                if page.evaluate(SLIDERS_JS, index)["image"] == before:
+                    problems.append(f"cell {index}: slider {k} moved ({key}) but its picture did not change")
+    return problems
+
+
+# ---------------------------------------------------------------- tests
+
+
+@pytest.mark.parametrize("deck", DECKS, ids=[d.stem for d in DECKS])
+def test_live_lecture(server, chromium, deck):
+    base, token = server
+    page, log = open_notebook(chromium, base, token, deck.name)
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    try:
+        # 1. As cloned: nothing has run and the notebook is untrusted.
+        steps, problems = walk(page, deck.stem)
+        assert len(set(steps)) > 3, f"the presenter showed only {len(set(steps))} slides of {deck.name}"
+        page.screenshot(path=str(SHOTS / f"{deck.stem}-cold-last.png"))
+        # 2. Run All, then present the interactive figures and move every control.
+        run_all(page)
+        for index in interactive_cells(deck):
+            present_from(page, index)
+            info = page.evaluate(VISIBLE_JS)
+            if index not in info["cells"]:
+                problems.append(f"cell {index}: not on the presented slide ({info['cells']})")
+            if info["bottom"] - info["top"] > browser.VIEWPORT["height"]:
+                problems.append(f"cell {index}: live slide {info['bottom'] - info['top']:.0f}px tall > 720px")
+            problems += move_controls(page, index)
+            page.screenshot(path=str(SHOTS / f"{deck.stem}-cell{index:03d}.png"))
+        # 3. Nothing printed a widget repr anywhere in the run notebook.
+        reprs = page.evaluate("""() => [...document.querySelectorAll('.jp-OutputArea-output')]
+            .map(o => o.innerText || '').filter(t => /^\\s*(interactive|VBox|HBox)\\(/.test(t)).length""")
+        if reprs:
+            problems.append(f"{reprs} widget text reprs after Run All")
+    finally:
+        page.close()
+    assert log.errors == [], f"page errors: {log.errors[:5]}"
+    assert log.external == [], f"requests that would leave the machine: {log.external[:5]}"
+    assert interactive_cells(deck), f"{deck.name} has no interactive figure (au.interactive)"
+    assert not problems, "\n".join(problems[:25])
+
+
+def test_teacher_keys_walk_slides_and_subslides(server, chromium):
+    """Space and → go forward through subslides too; ← and shift+space go back, even after a click."""
+    base, token = server
+    deck = DECKS[0]
+    page, log = open_notebook(chromium, base, token, deck.name)
+    try:
+        present_from(page, 0)
+        page.locator(".jp-Deck .jp-Cell:visible").first.click()  # the teacher clicks inside the slide
+        visited = [tuple(page.evaluate(VISIBLE_JS)["cells"])]
+        for key in ["ArrowRight", "Space", "ArrowRight", "ArrowRight", "Space", "ArrowRight"]:
+            page.keyboard.press(key)
+            page.wait_for_timeout(300)
+            visited.append(tuple(page.evaluate(VISIBLE_JS)["cells"]))
+        assert len(set(visited)) == len(visited), f"a forward key did not move: {visited}"
+        nb = nbformat.read(deck, as_version=4)
+        kinds = [nb.cells[max(v)].metadata.get("slideshow", {}).get("slide_type") for v in visited[1:]]
+        for key in ["ArrowLeft", "Shift+Space"]:
+            before = tuple(page.evaluate(VISIBLE_JS)["cells"])
+            page.keyboard.press(key)
+            page.wait_for_timeout(300)
+            after = tuple(page.evaluate(VISIBLE_JS)["cells"])
+            assert after != before and after in visited, f"{key} did not go back: {before} -> {after}"
+    finally:
+        page.close()
+    assert log.errors == []
+    assert kinds, "no slides visited"
+
+
+def test_printed_url_logs_in(tmp_path):
+    """`make lab` (slides/lab.py) prints a URL with a working token; without it the server refuses."""
+    proc = subprocess.Popen([sys.executable, str(ROOT / "slides" / "lab.py"), "--dir", str(tmp_path),
+                             "--port", str(lab.free_port(19888)), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    try:
+        url, lines = None, []
+        deadline = time.monotonic() + 60
+        while url is None and time.monotonic() < deadline:
+            line = proc.stdout.readline()
+            lines.append(line)
+            m = re.search(r"(http://127\.0\.0\.1:\d+/lab/tree/notebooks\?token=([0-9a-f]{48}))\s*$", line)
+            if m:
+                url, token = m.group(1), m.group(2)
+        assert url, "no URL with a 48-hex-digit token printed:\n" + "".join(lines)
+        base = url.split("/lab/")[0]
+        jar = http.cookiejar.CookieJar()
+        opener = urllib.request.build_opener(urllib.request.HTTPCookieProcessor(jar))
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with opener.open(url, timeout=5) as r:
+                    assert r.status == 200 and "JupyterLab" in r.read().decode("utf-8", "replace")
+                break
+            except (urllib.error.URLError, ConnectionError):
+                assert time.monotonic() < deadline, "the printed URL never answered"
+                time.sleep(0.5)
+        with opener.open(f"{base}/api/contents/notebooks", timeout=5) as r:  # logged in by the cookie
+            assert r.status == 200
+        with pytest.raises(urllib.error.HTTPError):
+            urllib.request.urlopen(f"{base}/api/contents/notebooks", timeout=5)  # no token, no cookie
+        if Path(f"/proc/{proc.pid}/cmdline").exists():  # Linux: the token is not on the command line
+            assert token not in Path(f"/proc/{proc.pid}/cmdline").read_text()
+        assert (tmp_path / "notebooks").is_dir() and list((tmp_path / "notebooks").glob("*.ipynb"))
+    finally:
+        stop(proc)
