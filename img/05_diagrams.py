@@ -6,6 +6,7 @@ writes 05_three_attentions.png next to this script: where the Transformer
 uses attention -- encoder self-attention, decoder causal self-attention and
 encoder-decoder (cross) attention -- with the mask each one uses, drawn as a
 small grid (rows = queries, columns = keys; filled = allowed).
+Every label is Chinese (d2l-zh terms), drawn with a CJK font fallback.
 """
 
 from pathlib import Path
@@ -17,6 +18,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
 
 HERE = Path(__file__).resolve().parent
+# CJK fonts on Linux, macOS, Windows (the first installed one wins), as in attention_utils.
+plt.rcParams["font.sans-serif"] = ["Noto Sans CJK SC", "PingFang SC", "Heiti SC",
+                                   "Microsoft YaHei", "SimHei", "DejaVu Sans"]
+plt.rcParams["axes.unicode_minus"] = False
 ALLOWED, MASKED = "#de2d26", "#f0f0f0"
 
 
@@ -48,11 +53,11 @@ def mask_icon(ax, x, y, allowed, title, cell=0.22):
                                    edgecolor="white", linewidth=0.8))
     width = len(allowed[0]) * cell
     ax.text(x + width / 2, y + 0.12, title, ha="center", va="bottom",
-            fontsize=8.5, color="dimgray")
-    ax.text(x - 0.08, y - len(allowed) * cell / 2, "queries", rotation=90,
-            ha="right", va="center", fontsize=7, color="dimgray")
-    ax.text(x + width / 2, y - len(allowed) * cell - 0.06, "keys", ha="center",
-            va="top", fontsize=7, color="dimgray")
+            fontsize=9.5, color="dimgray")
+    ax.text(x - 0.08, y - len(allowed) * cell / 2, "查询", rotation=90,
+            ha="right", va="center", fontsize=8.5, color="dimgray")
+    ax.text(x + width / 2, y - len(allowed) * cell - 0.06, "键", ha="center",
+            va="top", fontsize=8.5, color="dimgray")
 
 
 def three_attentions():
@@ -60,27 +65,27 @@ def three_attentions():
     enc_x, dec_x, w = 0.8, 7.6, 4.0
     # encoder: input -> (1) self-attention -> feed-forward -> memory
     box(ax, enc_x - 0.3, 0.9, w + 0.6, 3.3, "", "#f7fbff")
-    ax.text(enc_x + w / 2, 3.75, "Encoder", ha="center", fontsize=12,
+    ax.text(enc_x + w / 2, 3.75, "编码器", ha="center", fontsize=13,
             weight="bold")
-    box(ax, enc_x, -0.9, w, 0.8, "source tokens\n+ positional encoding",
+    box(ax, enc_x, -0.9, w, 0.8, "源序列词元\n+ 位置编码",
         "#ffffff", 9)
-    box(ax, enc_x, 1.3, w, 0.8, "(1) self-attention", "#9ecae1", 11, "bold")
-    box(ax, enc_x, 2.6, w, 0.55, "feed-forward", "#eeeeee", 9)
+    box(ax, enc_x, 1.3, w, 0.8, "(1) 自注意力", "#9ecae1", 11, "bold")
+    box(ax, enc_x, 2.6, w, 0.55, "前馈网络", "#eeeeee", 9)
     link(ax, (enc_x + w / 2, -0.05), (enc_x + w / 2, 1.25), "Q = K = V")
     link(ax, (enc_x + w / 2, 2.15), (enc_x + w / 2, 2.55))
-    ax.text(enc_x + w / 2, 4.75, "encoder output (memory)", ha="center",
+    ax.text(enc_x + w / 2, 4.75, "编码器输出（memory）", ha="center",
             va="center", fontsize=9.5, weight="bold", color="#238b45")
     link(ax, (enc_x + w / 2, 4.25), (enc_x + w / 2, 4.55), colour="#238b45")
     # decoder: input -> (2) causal self-attention -> (3) cross -> feed-forward
     box(ax, dec_x - 0.3, 0.9, w + 0.6, 4.6, "", "#fff5eb")
-    ax.text(dec_x + w / 2, 5.05, "Decoder", ha="center", fontsize=12,
+    ax.text(dec_x + w / 2, 5.05, "解码器", ha="center", fontsize=13,
             weight="bold")
-    box(ax, dec_x, -0.9, w, 0.8, "target tokens (shifted right)\n"
-        "+ positional encoding", "#ffffff", 9)
-    box(ax, dec_x, 1.3, w, 0.8, "(2) causal self-attention", "#fdae6b", 11,
+    box(ax, dec_x, -0.9, w, 0.8, "目标序列词元（右移一位）\n"
+        "+ 位置编码", "#ffffff", 9)
+    box(ax, dec_x, 1.3, w, 0.8, "(2) 掩蔽自注意力", "#fdae6b", 11,
         "bold")
-    box(ax, dec_x, 2.7, w, 0.8, "(3) cross-attention", "#a1d99b", 11, "bold")
-    box(ax, dec_x, 4.0, w, 0.55, "feed-forward", "#eeeeee", 9)
+    box(ax, dec_x, 2.7, w, 0.8, "(3) 编码器－解码器注意力", "#a1d99b", 11, "bold")
+    box(ax, dec_x, 4.0, w, 0.55, "前馈网络", "#eeeeee", 9)
     link(ax, (dec_x + w / 2, -0.05), (dec_x + w / 2, 1.25), "Q = K = V")
     link(ax, (dec_x + w / 2, 2.15), (dec_x + w / 2, 2.65), "Q")
     link(ax, (dec_x + w / 2, 3.55), (dec_x + w / 2, 3.95))
@@ -91,13 +96,13 @@ def three_attentions():
     n, pad, T = 5, 2, 4            # source: 5 slots, the last 2 padding; target 4
     mask_icon(ax, enc_x + w + 0.95, 2.3,
               [[1] * (n - pad) + [0] * pad for _ in range(n)],
-              "padding mask\nL = S = 5")
+              "填充掩蔽\nL = S = 5")
     mask_icon(ax, dec_x + w + 0.85, 1.8,
               [[1 if j <= i else 0 for j in range(T)] for i in range(T)],
-              "causal mask\nL = S = 4")
+              "因果掩蔽\nL = S = 4")
     mask_icon(ax, dec_x + w + 0.85, 3.75,
               [[1] * (n - pad) + [0] * pad for _ in range(T)],
-              "padding mask\nL = 4, S = 5")
+              "填充掩蔽\nL = 4, S = 5")
     ax.set_xlim(0.2, 13.8)
     ax.set_ylim(-1.0, 5.7)
     ax.set_aspect("equal")
