@@ -720,10 +720,11 @@ class _InteractiveFigure:
     def _live_widget(self):
         import ipywidgets as widgets
 
-        png = self.frames[self._default()]
-        width, height = (int.from_bytes(png[i:i + 4], "big") for i in (16, 20))  # PNG IHDR
-        # Natural size: an Image widget otherwise stretches to the cell's width.
-        image = widgets.Image(value=png, format="png", width=width, height=height)
+        # Natural size, as the figure shows unrun: in the VBox (a flex column)
+        # the image would otherwise stretch to the width of the cell.
+        image = widgets.Image(value=self.frames[self._default()], format="png",
+                              layout=widgets.Layout(width="auto", height="auto", max_width="100%",
+                                                    align_self="flex-start"))
         controls = [
             widgets.SelectionSlider(
                 options=list(zip(s.labels, range(len(s.values)))), value=s.index,

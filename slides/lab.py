@@ -71,16 +71,16 @@ def prepare(workdir: Path, notebooks: Path = ROOT / "notebooks", images: Path = 
     workdir.mkdir(parents=True, exist_ok=True)
     manifest_path = workdir / "sources.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
-    for folder, pattern in ((notebooks, "*.ipynb"), (images, "*.png")):
-        target_dir = workdir / folder.name
+    for folder, name, pattern in ((notebooks, "notebooks", "*.ipynb"), (images, "img", "*.png")):
+        target_dir = workdir / name
         target_dir.mkdir(exist_ok=True)
         for source in sorted(folder.glob(pattern)):
-            target, key = target_dir / source.name, f"{folder.name}/{source.name}"
+            target, key = target_dir / source.name, f"{name}/{source.name}"
             digest = _digest(source)
             if target.exists() and manifest.get(key) == digest:
                 continue  # unchanged in the repository: keep the copy and whatever was saved in it
             if target.exists() and _digest(target) != digest:
-                previous = workdir / "previous" / folder.name
+                previous = workdir / "previous" / name
                 previous.mkdir(parents=True, exist_ok=True)
                 shutil.copy2(target, previous / source.name)
             shutil.copy2(source, target)
