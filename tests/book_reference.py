@@ -150,3 +150,104 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             if titles:
                 ax.set_title(titles[j])
     fig.colorbar(pcm, ax=axes, shrink=0.6)
+
+
+# --------------------------------------------------------------------------
+# Encoder-decoder (d2l-zh 9.7 and 10.4), defects included:
+# the encoder's final state has read the padding; Seq2SeqDecoder takes its
+# context from the state it is given, so one-step-at-a-time decoding changes
+# the context; bleu divides by zero for predictions shorter than k.
+# --------------------------------------------------------------------------
+
+import collections  # noqa: E402
+
+
+class Seq2SeqEncoder(nn.Module):
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers,
+                 dropout=0, **kwargs):
+        super().__init__(**kwargs)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size, num_hiddens, num_layers, dropout=dropout)
+
+    def forward(self, X, *args):
+        return self.rnn(self.embedding(X).permute(1, 0, 2))
+
+
+class Seq2SeqDecoder(nn.Module):
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers,
+                 dropout=0, **kwargs):
+        super().__init__(**kwargs)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers,
+                          dropout=dropout)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+
+    def init_state(self, enc_outputs, *args):
+        return enc_outputs[1]
+
+    def forward(self, X, state):
+        X = self.embedding(X).permute(1, 0, 2)
+        context = state[-1].repeat(X.shape[0], 1, 1)   # REFERENCE: from the given state
+        output, state = self.rnn(torch.cat((X, context), 2), state)
+        return self.dense(output).permute(1, 0, 2), state
+
+
+class Seq2SeqAttentionDecoder(nn.Module):
+    def __init__(self, vocab_size, embed_size, num_hiddens, num_layers,
+                 dropout=0, **kwargs):
+        super().__init__(**kwargs)
+        self.attention = AdditiveAttention(num_hiddens, num_hiddens, num_hiddens, dropout)
+        self.embedding = nn.Embedding(vocab_size, embed_size)
+        self.rnn = nn.GRU(embed_size + num_hiddens, num_hiddens, num_layers,
+                          dropout=dropout)
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+
+    def init_state(self, enc_outputs, enc_valid_lens, *args):
+        outputs, hidden_state = enc_outputs
+        return (outputs.permute(1, 0, 2), hidden_state, enc_valid_lens)
+
+    def forward(self, X, state):
+        enc_outputs, hidden_state, enc_valid_lens = state
+        outputs = []
+        for x in self.embedding(X).permute(1, 0, 2):
+            query = hidden_state[-1].unsqueeze(1)
+            context = self.attention(query, enc_outputs, enc_outputs, enc_valid_lens)
+            x = torch.cat((context, x.unsqueeze(1)), dim=-1)
+            out, hidden_state = self.rnn(x.permute(1, 0, 2), hidden_state)
+            outputs.append(out)
+        outputs = self.dense(torch.cat(outputs, dim=0))
+        return outputs.permute(1, 0, 2), [enc_outputs, hidden_state, enc_valid_lens]
+
+
+class EncoderDecoder(nn.Module):
+    def __init__(self, encoder, decoder, **kwargs):
+        super().__init__(**kwargs)
+        self.encoder, self.decoder = encoder, decoder
+
+    def forward(self, enc_X, dec_X, *args):
+        state = self.decoder.init_state(self.encoder(enc_X, *args), *args)
+        return self.decoder(dec_X, state)
+
+
+class MaskedSoftmaxCELoss(nn.CrossEntropyLoss):
+    def forward(self, pred, label, valid_len):
+        weights = sequence_mask(torch.ones_like(label), valid_len)
+        self.reduction = "none"
+        unweighted = super().forward(pred.permute(0, 2, 1), label)
+        return (unweighted * weights).mean(dim=1)
+
+
+def bleu(pred_seq, label_seq, k):
+    pred_tokens, label_tokens = pred_seq.split(" "), label_seq.split(" ")
+    len_pred, len_label = len(pred_tokens), len(label_tokens)
+    score = math.exp(min(0, 1 - len_label / len_pred))
+    for n in range(1, k + 1):
+        num_matches, label_subs = 0, collections.defaultdict(int)
+        for i in range(len_label - n + 1):
+            label_subs[" ".join(label_tokens[i:i + n])] += 1
+        for i in range(len_pred - n + 1):
+            if label_subs[" ".join(pred_tokens[i:i + n])] > 0:
+                num_matches += 1
+                label_subs[" ".join(pred_tokens[i:i + n])] -= 1
+        score *= math.pow(num_matches / (len_pred - n + 1), math.pow(0.5, n))
+    return score
