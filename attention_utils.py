@@ -95,6 +95,13 @@ __all__ = [
     "train_seq2seq",
     "predict_seq2seq",
     "bleu",
+    # Transformer
+    "PositionWiseFFN",
+    "AddNorm",
+    "EncoderBlock",
+    "TransformerEncoder",
+    "DecoderBlock",
+    "TransformerDecoder",
     # plotting and slides
     "show_heatmaps",
     "plot",
@@ -396,14 +403,17 @@ class PositionalEncoding(nn.Module):
         P[:, :, 1::2] = torch.cos(angles[:, :num_hiddens // 2])  # odd h: one fewer cos column
         self.register_buffer("P", P, persistent=False)
 
-    def forward(self, X):
-        """X (B, n, h) with n <= max_len -> (B, n, h)."""
+    def forward(self, X, *, offset=0):
+        """X (B, n, h) with offset + n <= max_len -> (B, n, h).
+
+        ``offset``: the position of X's first step (a decoder that produces
+        one token at a time passes how many it produced before)."""
         _check_rank(X, 3, "X", f"(B, n, {self.P.shape[2]})")
-        if X.shape[2] != self.P.shape[2] or X.shape[1] > self.P.shape[1]:
+        if X.shape[2] != self.P.shape[2] or offset + X.shape[1] > self.P.shape[1]:
             raise ValueError(
-                f"expected X of shape (B, n <= {self.P.shape[1]}, "
-                f"{self.P.shape[2]}), got {tuple(X.shape)}")
-        X = X + self.P[:, :X.shape[1], :].to(X.dtype)          # (B, n, h) + (1, n, h)
+                f"expected X of shape (B, n <= {self.P.shape[1] - offset}, "
+                f"{self.P.shape[2]}) at offset {offset}, got {tuple(X.shape)}")
+        X = X + self.P[:, offset:offset + X.shape[1], :].to(X.dtype)  # (B, n, h) + (1, n, h)
         return self.dropout(X)
 
 
@@ -1270,6 +1280,194 @@ def bleu(pred_seq, label_seq, k):
         num_matches = sum(min(c, label_subs[g]) for g, c in pred_subs.items())
         score *= math.pow(num_matches / num_pred_ngrams, math.pow(0.5, n))
     return score
+
+
+# --------------------------------------------------------------------------
+# Transformer (d2l-zh 10.7)
+# --------------------------------------------------------------------------
+
+class PositionWiseFFN(nn.Module):
+    """The same two-layer MLP at every position: dense2(relu(dense1(X))).
+
+    Parameters ``dense1`` (ffn_num_input -> ffn_num_hiddens) and ``dense2``
+    (ffn_num_hiddens -> ffn_num_outputs), as in the book.
+    """
+
+    def __init__(self, ffn_num_input, ffn_num_hiddens, ffn_num_outputs, **kwargs):
+        super().__init__(**kwargs)
+        self.dense1 = nn.Linear(ffn_num_input, ffn_num_hiddens)
+        self.relu = nn.ReLU()
+        self.dense2 = nn.Linear(ffn_num_hiddens, ffn_num_outputs)
+
+    def forward(self, X):
+        """X (B, n, ffn_num_input) -> (B, n, ffn_num_outputs)."""
+        return self.dense2(self.relu(self.dense1(X)))
+
+
+class AddNorm(nn.Module):
+    """Residual connection, then layer normalisation: ln(dropout(Y) + X).
+
+    LayerNorm, not BatchNorm: each position is normalised over its own
+    features, so padding and batch composition do not change a sentence.
+    Parameters ``ln`` (``nn.LayerNorm(normalized_shape)``).
+    """
+
+    def __init__(self, normalized_shape, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.dropout = nn.Dropout(dropout)
+        self.ln = nn.LayerNorm(normalized_shape)
+
+    def forward(self, X, Y):
+        """X (B, n, h) the block's input, Y (B, n, h) its sublayer's output
+        -> (B, n, h)."""
+        if X.shape != Y.shape:
+            raise ValueError(f"expected X and Y of one shape, got {tuple(X.shape)} "
+                             f"and {tuple(Y.shape)}")
+        return self.ln(self.dropout(Y) + X)
+
+
+class EncoderBlock(nn.Module):
+    """Self-attention and a position-wise FFN, each followed by AddNorm
+    (post-norm, as in the paper and ``nn.TransformerEncoderLayer``).
+
+    Parameters ``attention`` (MultiHeadAttention), ``addnorm1``, ``ffn``,
+    ``addnorm2``, as in the book.
+    """
+
+    def __init__(self, key_size, query_size, value_size, num_hiddens,
+                 norm_shape, ffn_num_input, ffn_num_hiddens, num_heads,
+                 dropout, use_bias=False, **kwargs):
+        super().__init__(**kwargs)
+        self.attention = MultiHeadAttention(key_size, query_size, value_size,
+                                            num_hiddens, num_heads, dropout, use_bias)
+        self.addnorm1 = AddNorm(norm_shape, dropout)
+        self.ffn = PositionWiseFFN(ffn_num_input, ffn_num_hiddens, num_hiddens)
+        self.addnorm2 = AddNorm(norm_shape, dropout)
+
+    def forward(self, X, valid_lens):
+        """X (B, S, h), valid_lens None or (B,) -> (B, S, h)."""
+        Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))  # every position sees every valid one
+        return self.addnorm2(Y, self.ffn(Y))
+
+
+class TransformerEncoder(Encoder):
+    """Embedding * sqrt(h) + positional encoding, then ``num_layers``
+    EncoderBlocks (``blks.block0``, ...). ``attention_weights`` holds each
+    block's (B*H, S, S) weights after a forward pass.
+    """
+
+    def __init__(self, vocab_size, key_size, query_size, value_size,
+                 num_hiddens, norm_shape, ffn_num_input, ffn_num_hiddens,
+                 num_heads, num_layers, dropout, use_bias=False, **kwargs):
+        super().__init__(**kwargs)
+        self.num_hiddens = num_hiddens
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.pos_encoding = PositionalEncoding(num_hiddens, dropout)
+        self.blks = nn.Sequential()
+        for i in range(num_layers):
+            self.blks.add_module(f"block{i}", EncoderBlock(
+                key_size, query_size, value_size, num_hiddens, norm_shape,
+                ffn_num_input, ffn_num_hiddens, num_heads, dropout, use_bias))
+
+    def forward(self, X, valid_lens, *args):
+        """X (B, S) token indices, valid_lens None or (B,) -> (B, S, h)."""
+        _check_tokens(X)
+        # Embeddings start near N(0, 1/h) per entry; scaling by sqrt(h) puts
+        # them on the scale of the positional encoding (entries in [-1, 1]).
+        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))  # (B, S, h)
+        self.attention_weights = [None] * len(self.blks)
+        for i, blk in enumerate(self.blks):
+            X = blk(X, valid_lens)                             # (B, S, h)
+            self.attention_weights[i] = blk.attention.attention.attention_weights
+        return X
+
+
+class DecoderBlock(nn.Module):
+    """Masked self-attention, encoder-decoder attention and an FFN, each
+    followed by AddNorm. Block ``i`` of the decoder.
+
+    ``state`` is ``[enc_outputs (B, S, h), enc_valid_lens, cache]``, where
+    ``cache[i]`` holds this block's inputs at all earlier steps (B, t, h) or
+    None: at prediction time the new token's query attends to them, so the
+    earlier steps are never recomputed. The block appends to ``cache[i]``.
+
+    Query t may only see keys up to its own position, in training and in
+    evaluation alike. (The book masked the future only in training mode: in
+    eval mode a whole target sequence saw its future.)
+    """
+
+    def __init__(self, key_size, query_size, value_size, num_hiddens,
+                 norm_shape, ffn_num_input, ffn_num_hiddens, num_heads,
+                 dropout, i, **kwargs):
+        super().__init__(**kwargs)
+        self.i = i
+        self.attention1 = MultiHeadAttention(key_size, query_size, value_size,
+                                             num_hiddens, num_heads, dropout)
+        self.addnorm1 = AddNorm(norm_shape, dropout)
+        self.attention2 = MultiHeadAttention(key_size, query_size, value_size,
+                                             num_hiddens, num_heads, dropout)
+        self.addnorm2 = AddNorm(norm_shape, dropout)
+        self.ffn = PositionWiseFFN(ffn_num_input, ffn_num_hiddens, num_hiddens)
+        self.addnorm3 = AddNorm(norm_shape, dropout)
+
+    def forward(self, X, state):
+        """X (B, L, h) the new steps, state -> (B, L, h), state."""
+        enc_outputs, enc_valid_lens, cache = state
+        past = 0 if cache[self.i] is None else cache[self.i].shape[1]
+        key_values = X if cache[self.i] is None else torch.cat((cache[self.i], X), dim=1)  # (B, past+L, h)
+        cache[self.i] = key_values
+        # Causal mask: the query at position past+t sees keys 0..past+t.
+        dec_valid_lens = past + causal_valid_lens(X.shape[0], X.shape[1], X.device)  # (B, L)
+        Y = self.addnorm1(X, self.attention1(X, key_values, key_values, dec_valid_lens))
+        Z = self.addnorm2(Y, self.attention2(Y, enc_outputs, enc_outputs, enc_valid_lens))
+        return self.addnorm3(Z, self.ffn(Z)), state
+
+
+class TransformerDecoder(AttentionDecoder):
+    """Embedding * sqrt(h) + positional encoding, ``num_layers`` DecoderBlocks,
+    then ``dense`` to the vocabulary.
+
+    ``attention_weights`` is ``[self-attention, encoder-decoder attention]``,
+    each a list with one (B*H, L, keys) tensor per block. At prediction time
+    a new token is encoded at its true position (the book gave every
+    one-token step position 0).
+    """
+
+    def __init__(self, vocab_size, key_size, query_size, value_size,
+                 num_hiddens, norm_shape, ffn_num_input, ffn_num_hiddens,
+                 num_heads, num_layers, dropout, **kwargs):
+        super().__init__(**kwargs)
+        self.num_hiddens = num_hiddens
+        self.num_layers = num_layers
+        self.embedding = nn.Embedding(vocab_size, num_hiddens)
+        self.pos_encoding = PositionalEncoding(num_hiddens, dropout)
+        self.blks = nn.Sequential()
+        for i in range(num_layers):
+            self.blks.add_module(f"block{i}", DecoderBlock(
+                key_size, query_size, value_size, num_hiddens, norm_shape,
+                ffn_num_input, ffn_num_hiddens, num_heads, dropout, i))
+        self.dense = nn.Linear(num_hiddens, vocab_size)
+
+    def init_state(self, enc_outputs, enc_valid_lens, *args):
+        return [enc_outputs, enc_valid_lens, [None] * self.num_layers]
+
+    def forward(self, X, state):
+        """X (B, L) token indices, state -> (B, L, vocab_size), state."""
+        _check_tokens(X)
+        cache = state[2][0]
+        past = 0 if cache is None else cache.shape[1]          # steps decoded before
+        X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens),
+                              offset=past)                     # (B, L, h)
+        self._attention_weights = [[None] * len(self.blks) for _ in range(2)]
+        for i, blk in enumerate(self.blks):
+            X, state = blk(X, state)                           # (B, L, h)
+            self._attention_weights[0][i] = blk.attention1.attention.attention_weights
+            self._attention_weights[1][i] = blk.attention2.attention.attention_weights
+        return self.dense(X), state                            # (B, L, vocab)
+
+    @property
+    def attention_weights(self):
+        return self._attention_weights
 
 
 # --------------------------------------------------------------------------
