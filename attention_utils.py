@@ -1344,7 +1344,7 @@ class EncoderBlock(nn.Module):
         self.ffn = PositionWiseFFN(ffn_num_input, ffn_num_hiddens, num_hiddens)
         self.addnorm2 = AddNorm(norm_shape, dropout)
 
-    def forward(self, X, valid_lens):
+    def forward(self, X, valid_lens=None):
         """X (B, S, h), valid_lens None or (B,) -> (B, S, h)."""
         Y = self.addnorm1(X, self.attention(X, X, X, valid_lens))  # every position sees every valid one
         return self.addnorm2(Y, self.ffn(Y))
@@ -1369,7 +1369,7 @@ class TransformerEncoder(Encoder):
                 key_size, query_size, value_size, num_hiddens, norm_shape,
                 ffn_num_input, ffn_num_hiddens, num_heads, dropout, use_bias))
 
-    def forward(self, X, valid_lens, *args):
+    def forward(self, X, valid_lens=None, *args):
         """X (B, S) token indices, valid_lens None or (B,) -> (B, S, h)."""
         _check_tokens(X)
         # Embeddings start near N(0, 1/h) per entry; scaling by sqrt(h) puts

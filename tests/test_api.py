@@ -51,7 +51,10 @@ def test_module_has_no_undeclared_public_functions_or_classes():
 BOOK_NAMES = ["sequence_mask", "masked_softmax", "AdditiveAttention",
               "DotProductAttention", "transpose_qkv", "transpose_output",
               "MultiHeadAttention", "PositionalEncoding", "NWKernelRegression",
-              "show_heatmaps"]
+              "show_heatmaps", "EncoderDecoder", "Seq2SeqEncoder", "Seq2SeqDecoder",
+              "Seq2SeqAttentionDecoder", "MaskedSoftmaxCELoss", "bleu",
+              "PositionWiseFFN", "AddNorm", "EncoderBlock", "TransformerEncoder",
+              "DecoderBlock", "TransformerDecoder"]
 
 
 def parameters(function):
