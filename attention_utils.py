@@ -556,17 +556,19 @@ class Animator:
     """Curves that grow point by point, redrawn in place in Jupyter (the book's).
 
     ``add(x, y)`` appends one point per curve (y a number or a list) and
-    redraws. In Jupyter the figure is replaced in place and shows once when
-    the cell ends; outside IPython nothing is displayed (the figure is
-    still in ``self.fig``).
+    redraws. In Jupyter each redraw replaces the last, and the inline backend
+    shows the final figure once when the cell ends (after any text printed
+    later); outside IPython nothing is displayed (the figure is in
+    ``self.fig``).
     """
 
     def __init__(self, xlabel=None, ylabel=None, legend=None, xlim=None,
                  ylim=None, xscale="linear", yscale="linear",
                  fmts=("-", "m--", "g-.", "r:"), nrows=1, ncols=1,
                  figsize=(3.5, 2.5)):
-        self.fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False,
-                                      FigureClass=_ShownOnceFigure)
+        # A plain Figure: it stays open, so the end-of-cell flush shows the
+        # final state even when text printed after the last redraw cleared it.
+        self.fig, axes = plt.subplots(nrows, ncols, figsize=figsize, squeeze=False)
         self.axes = list(axes.flat)
         self.config_axes = lambda: set_axes(self.axes[0], xlabel, ylabel, xlim,
                                             ylim, xscale, yscale, legend or [])
@@ -1150,7 +1152,8 @@ def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device, *,
     Returns:
         The loss per target token (padding excluded) of every epoch, a list.
         (The book printed the per-sequence mean over T divided by the number
-        of tokens, which is not a per-token loss.)
+        of tokens, which is not a per-token loss.) When a book cell ends with
+        the call, Jupyter echoes one summary line, not hundreds of numbers.
     """
     net.apply(_xavier_init_weights)
     net.to(device)
@@ -1159,7 +1162,7 @@ def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device, *,
     net.train()
     animator = None if quiet else Animator(xlabel="epoch", ylabel="loss",
                                            xlim=[10, num_epochs])
-    history, timer = [], Timer()
+    history, timer = _LossHistory(), Timer()
     for epoch in range(num_epochs):
         timer.start()
         metric = Accumulator(2)                                # loss sum, tokens
@@ -1183,6 +1186,16 @@ def train_seq2seq(net, data_iter, lr, num_epochs, tgt_vocab, device, *,
         print(f"loss {history[-1]:.3f}, {metric[1] * num_epochs / timer.sum():.1f} "
               f"tokens/sec on {device}")
     return history
+
+
+class _LossHistory(list):
+    """A list whose echo in Jupyter is one line; print() shows every value."""
+
+    def _repr_pretty_(self, printer, cycle):
+        if not self:
+            printer.text("[]")
+            return
+        printer.text(f"per-token loss of {len(self)} epochs: {self[0]:.3f} -> {self[-1]:.3f}")
 
 
 def _model_device(net):

@@ -271,10 +271,19 @@ def test_figures_show_once_in_an_executed_notebook(tmp_path):
         "au.plot([0, 1], [1, 2])",
         "fig = au.plot([0, 1], [1, 2])",
         "fig",                                                  # closed: shown again
+        "train_iter, src_vocab, tgt_vocab = au.load_data_synthetic(16, 11, num_examples=16)\n"
+        "net = au.EncoderDecoder(au.Seq2SeqEncoder(len(src_vocab), 4, 8, 1),\n"
+        "                        au.Seq2SeqDecoder(len(tgt_vocab), 4, 8, 1))\n"
+        "au.train_seq2seq(net, train_iter, 0.01, 20, tgt_vocab, 'cpu')",   # the book's cell
     ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
                             resources={"metadata": {"path": str(tmp_path)}}).execute()
     pngs = [sum("image/png" in out.get("data", {}) for out in cell.outputs)
             for cell in nb.cells]
-    assert pngs == [0, 1, 1, 1, 1, 1]
+    assert pngs == [0, 1, 1, 1, 1, 1, 1]
+    # The book's training cell: the Animator's final plot once, the speed
+    # line, and a one-line echo of the returned loss history.
+    outputs = nb.cells[-1].outputs
+    assert outputs[0].output_type == "stream" and outputs[0].text.startswith("loss ")
+    assert outputs[1].data["text/plain"].startswith("per-token loss of 20 epochs: ")
