@@ -1614,14 +1614,15 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
     return fig
 
 
-def plot(X, Y, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
+def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
          xscale="linear", yscale="linear", fmts=("-", "m--", "g-.", "r:"),
          figsize=(3.5, 2.5), axes=None):
     """Plot curves, as ``d2l.plot`` does, and return the Figure.
 
     Args:
         X: x values (k,), shared by every curve, or a list with one per curve.
-        Y: one curve (k,), a list of curves, or a 2-D tensor of curves (rows).
+        Y: one curve (k,), a list of curves, or a 2-D tensor of curves (rows);
+            None plots X's curves against their indices 0, 1, ..., as the book.
         axes: draw into these matplotlib Axes instead of a new figure.
 
     Returns:
@@ -1636,6 +1637,9 @@ def plot(X, Y, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
             return [Z]                                         # one curve of numbers
         return list(Z) if isinstance(Z, (list, tuple)) else [Z]
 
+    if Y is None:                                              # the book's plot(Y)
+        X, Y = None, as_list(X)
+        X = [torch.arange(len(y)) for y in Y]
     Y = as_list(Y)
     X = as_list(X)
     if len(X) == 1:

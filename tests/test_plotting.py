@@ -138,6 +138,13 @@ def test_plot_accepts_lists_and_given_axes():
     assert len(ax.lines) == 2
 
 
+def test_plot_without_x_uses_indices_as_the_book():
+    fig = au.plot([torch.tensor([3.0, 1.0, 2.0]), [5, 6, 7]], legend=["a", "b"])
+    lines = fig.axes[0].lines
+    assert [line.get_xdata().tolist() for line in lines] == [[0, 1, 2], [0, 1, 2]]
+    assert lines[0].get_ydata().tolist() == [3, 1, 2]
+
+
 def test_plot_bad_input():
     with pytest.raises(ValueError, match="got 2 x and 3 curves"):
         au.plot([torch.ones(3)] * 2, [torch.ones(3)] * 3)
