@@ -157,6 +157,8 @@ GO_JS = "args => jupyterapp.commands.execute('deck:go', args)"
 def open_notebook(context, base: str, token: str, name: str):
     page = context.new_page()
     log = browser.watch(page, (base,))
+    log.stacks = []
+    page.on("pageerror", lambda exc: log.stacks.append(exc.stack))
     page.goto(f"{base}/lab/tree/notebooks/{name}?token={token}")
     page.wait_for_selector(".jp-NotebookPanel .jp-Cell", timeout=90_000)
     page.wait_for_function("window.jupyterapp && jupyterapp.shell.currentWidget"
@@ -314,7 +316,7 @@ def test_live_lecture(server, chromium, deck):
             problems.append(f"{reprs} widget text reprs after Run All")
     finally:
         page.close()
-    assert log.errors == [], f"page errors: {log.errors[:5]}"
+    assert log.errors == [], f"page errors: {log.errors[:5]}\n" + "\n".join(log.stacks[:2])
     assert log.external == [], f"requests that would leave the machine: {log.external[:5]}"
     assert interactive_cells(deck), f"{deck.name} has no interactive figure (au.interactive)"
     assert not problems, "\n".join(problems[:25])
