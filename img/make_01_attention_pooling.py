@@ -11,6 +11,11 @@ import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt
+# Labels are Chinese: a CJK font first (Linux, macOS, Windows), DejaVu last.
+plt.rcParams.update({
+    "font.sans-serif": ["Noto Sans CJK SC", "PingFang SC", "Heiti SC", "Hiragino Sans GB",
+                        "Microsoft YaHei", "SimHei", "DejaVu Sans"],
+    "font.family": "sans-serif", "axes.unicode_minus": False, "mathtext.fontset": "dejavusans"})
 import numpy as np
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch
 
@@ -56,10 +61,10 @@ for i, y in enumerate(ROWS):
         facecolor="#eef1f5", edgecolor="none", zorder=0))
 
 # Column headers.
-for x, text in [(1.0, "query"), (3.5, "keys"), (5.9, "scores"),
-                (8.0, "softmax"), (10.2, "weights"), (12.6, "values"),
-                (15.8, "output")]:
-    ax.text(x, 4.3, text, ha="center", va="center", fontsize=13,
+for x, text in [(1.0, "查询"), (3.5, "键"), (5.9, "分数"),
+                (8.0, "softmax"), (10.2, "权重"), (12.6, "值"),
+                (15.8, "输出")]:
+    ax.text(x, 4.3, text, ha="center", va="center", fontsize=15,
             fontweight="bold")
 
 # Query.
@@ -98,17 +103,17 @@ box(ax, 15.15, 16.5, ROWS[1], f"{output:.2f}", OUT, height=1.0, fontsize=14)
 
 # Step labels along the bottom.
 for x0, x1, text in [
-        (2.8, 6.8, "1. score  $s_i = a(\\mathbf{q}, \\mathbf{k}_i)$"),
-        (7.5, 11.4, "2. $\\alpha_i = \\mathrm{softmax}(s)_i$"),
-        (11.9, 16.5, "3. weighted sum  $\\sum_i \\alpha_i v_i$")]:
+        (2.8, 6.8, "① 评分  $s_i = a(\\mathbf{q}, \\mathbf{k}_i)$"),
+        (7.5, 11.4, "② $\\alpha_i = \\mathrm{softmax}(s)_i$"),
+        (11.9, 16.5, "③ 加权和  $\\sum_i \\alpha_i v_i$")]:
     ax.plot([x0, x1], [-0.35, -0.35], color="black", linewidth=1.2)
     ax.plot([x0, x0], [-0.35, -0.2], color="black", linewidth=1.2)
     ax.plot([x1, x1], [-0.35, -0.2], color="black", linewidth=1.2)
     ax.text((x0 + x1) / 2, -0.7, text, ha="center", va="center", fontsize=13)
 
-ax.text(2.6, -0.05, "each row = one key-value pair $(\\mathbf{k}_i, v_i)$", ha="left", va="center",
-        fontsize=10, color="#555555")
+ax.text(2.6, -0.05, "每一行 = 一对键–值 $(\\mathbf{k}_i, v_i)$", ha="left", va="center",
+        fontsize=12, color="#555555")
 
 out = Path(__file__).with_name("01_attention_pooling.png")
-fig.savefig(out, dpi=120, bbox_inches="tight")
+fig.savefig(out, dpi=100, bbox_inches="tight", metadata={"Software": None})
 print(f"wrote {out}")
