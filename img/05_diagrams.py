@@ -93,16 +93,16 @@ def three_attentions():
     link(ax, (enc_x + w + 0.05, 4.75), (dec_x - 0.05, 3.1), "K = V",
          colour="#238b45", offset=(-0.2, 0.45))
     # mask icons (rows = queries, columns = keys)
-    n, pad, T = 5, 2, 4            # source: 5 slots, the last 2 padding; target 4
+    n, pad, T = 6, 2, 5            # as in the deck: source 6 slots (last 2 padding), target 5
     mask_icon(ax, enc_x + w + 0.95, 2.3,
               [[1] * (n - pad) + [0] * pad for _ in range(n)],
-              "填充掩蔽\nL = S = 5")
+              "填充掩蔽\nL = S = 6")
     mask_icon(ax, dec_x + w + 0.85, 1.8,
               [[1 if j <= i else 0 for j in range(T)] for i in range(T)],
-              "因果掩蔽\nL = S = 4")
-    mask_icon(ax, dec_x + w + 0.85, 3.75,
+              "因果掩蔽\nL = S = 5")
+    mask_icon(ax, dec_x + w + 0.85, 4.2,
               [[1] * (n - pad) + [0] * pad for _ in range(T)],
-              "填充掩蔽\nL = 4, S = 5")
+              "填充掩蔽\nL = 5, S = 6")
     ax.set_xlim(0.2, 13.8)
     ax.set_ylim(-1.0, 5.7)
     ax.set_aspect("equal")
