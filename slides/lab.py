@@ -59,6 +59,10 @@ OVERRIDES = {
     "@jupyterlab/apputils-extension:notification": {"checkForUpdates": False, "fetchNews": "false"},
     # Start outside presentation mode, whatever the last lecture left.
     "jupyterlab-slideshow:plugin": {"active": False},
+    # Render every cell up front. JupyterLab's default "contentVisibility" mode
+    # renders off-screen cells late, and when a presented notebook's cells
+    # change it throws (its visibility observer is already gone).
+    "@jupyterlab/notebook-extension:tracker": {"windowingMode": "none"},
 }
 
 
