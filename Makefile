@@ -34,10 +34,11 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 install: $(STAMP)
 
 # Unit tests and strict nbval (every cell of every deck re-run and compared), on
-# two workers; --dist loadfile keeps each notebook's cells on one kernel.
+# two workers; --dist loadfile keeps each notebook's cells on one kernel, and the
+# live lecture (tests/test_live.py, the longest file) goes first so the other worker takes the rest.
 # The browser tests (tests/test_slides.py, tests/test_live.py) need the built decks and chromium.
 test: install slides browser
-	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -n 2 --dist loadfile tests notebooks
+	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -n 2 --dist loadfile tests/test_live.py tests notebooks
 
 # slides/lab.py: a working copy of the decks in build/lab/ (presenting never
 # writes notebooks/), a fresh random token on every start, and the full URL printed.
