@@ -1667,28 +1667,43 @@ def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
     return axes.figure
 
 
-def show_source(obj, docstring=False):
+def show_source(obj, docstring=False, checks=False):
     """Syntax-highlighted source of a function, class or method, for a slide.
 
     Decks put implementations on slides with this instead of copying them, so
-    a slide always shows the code that actually runs. Docstrings are left out
-    by default to keep the code short enough for one slide.
+    a slide always shows the code that actually runs. A slide shows the idea:
+    docstrings, and input checks (``_check_*(...)`` calls and ``if ...: raise
+    ValueError(...)`` guards), are left out unless asked for. What remains is
+    the code exactly as it runs once the input is valid.
     """
     from IPython.display import Code  # only the decks need IPython
 
     source = textwrap.dedent(inspect.getsource(obj))
     lines = source.splitlines()
-    if not docstring:
-        drop = set()
-        for node in ast.walk(ast.parse(source)):
-            body = getattr(node, "body", None)
-            if (isinstance(node, (ast.FunctionDef, ast.ClassDef)) and body
-                    and isinstance(body[0], ast.Expr)
-                    and isinstance(body[0].value, ast.Constant)
-                    and isinstance(body[0].value.value, str)):
-                drop.update(range(body[0].lineno - 1, body[0].end_lineno))
-        lines = [line for i, line in enumerate(lines) if i not in drop]
+    drop = set()
+    for node in ast.walk(ast.parse(source)):
+        body = getattr(node, "body", None)
+        if (not docstring and isinstance(node, (ast.FunctionDef, ast.ClassDef)) and body
+                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)):
+            drop.update(range(body[0].lineno - 1, body[0].end_lineno))
+        if not checks and (_is_check_call(node) or _is_guard(node)):
+            drop.update(range(node.lineno - 1, node.end_lineno))
+    lines = [line for i, line in enumerate(lines) if i not in drop]
     return Code("\n".join(lines), language="python")
+
+
+def _is_check_call(node):
+    """A bare ``_check_...(...)`` statement."""
+    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+            and isinstance(node.value.func, ast.Name) and node.value.func.id.startswith("_check"))
+
+
+def _is_guard(node):
+    """``if ...: raise ValueError(...)`` with nothing else in it."""
+    return (isinstance(node, ast.If) and not node.orelse and len(node.body) == 1
+            and isinstance(node.body[0], ast.Raise) and isinstance(node.body[0].exc, ast.Call)
+            and getattr(node.body[0].exc.func, "id", None) == "ValueError")
 
 
 # --------------------------------------------------------------------------
