@@ -1667,43 +1667,52 @@ def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
     return axes.figure
 
 
-def show_source(obj, docstring=False, checks=False):
+def show_source(obj, docstring=False, checks=False, comments=False):
     """Syntax-highlighted source of a function, class or method, for a slide.
 
     Decks put implementations on slides with this instead of copying them, so
     a slide always shows the code that actually runs. A slide shows the idea:
-    docstrings, and input checks (``_check_*(...)`` calls and ``if ...: raise
-    ValueError(...)`` guards), are left out unless asked for. What remains is
-    the code exactly as it runs once the input is valid.
+    the docstring, the input checks (``_check_*(...)`` calls, ``if ...: raise``
+    guards and loops that only check) and whole-line comments are left out
+    unless asked for; comments at the end of a line (the shapes) stay. What is
+    left is the code exactly as it runs once the input is valid.
     """
     from IPython.display import Code  # only the decks need IPython
 
     source = textwrap.dedent(inspect.getsource(obj))
-    lines = source.splitlines()
     drop = set()
     for node in ast.walk(ast.parse(source)):
         body = getattr(node, "body", None)
-        if (not docstring and isinstance(node, (ast.FunctionDef, ast.ClassDef)) and body
-                and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            drop.update(range(body[0].lineno - 1, body[0].end_lineno))
-        if not checks and (_is_check_call(node) or _is_guard(node)):
-            drop.update(range(node.lineno - 1, node.end_lineno))
-    lines = [line for i, line in enumerate(lines) if i not in drop]
-    return Code("\n".join(lines), language="python")
+        if not isinstance(body, list):
+            continue
+        for i, statement in enumerate(body):
+            is_docstring = (i == 0 and isinstance(node, (ast.FunctionDef, ast.ClassDef))
+                            and isinstance(statement, ast.Expr)
+                            and isinstance(statement.value, ast.Constant)
+                            and isinstance(statement.value.value, str))
+            if (is_docstring and not docstring) or (_is_check(statement) and not checks):
+                drop.update(range(statement.lineno - 1, statement.end_lineno))
+    lines = [line for i, line in enumerate(source.splitlines())
+             if i not in drop and (comments or not line.lstrip().startswith("#"))]
+    text = "\n".join(lines)
+    try:
+        ast.parse(text)
+    except SyntaxError:  # a block held nothing but checks: show them rather than break it
+        return show_source(obj, docstring, checks=True, comments=comments)
+    return Code(text, language="python")
 
 
-def _is_check_call(node):
-    """A bare ``_check_...(...)`` statement."""
-    return (isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-            and isinstance(node.value.func, ast.Name) and node.value.func.id.startswith("_check"))
-
-
-def _is_guard(node):
-    """``if ...: raise ValueError(...)`` with nothing else in it."""
-    return (isinstance(node, ast.If) and not node.orelse and len(node.body) == 1
-            and isinstance(node.body[0], ast.Raise) and isinstance(node.body[0].exc, ast.Call)
-            and getattr(node.body[0].exc.func, "id", None) == "ValueError")
+def _is_check(statement):
+    """An input check: ``_check_...(...)`` (also assigned), ``if ...: raise ...``,
+    or a loop whose body only checks."""
+    value = getattr(statement, "value", None)
+    if isinstance(statement, (ast.Expr, ast.Assign)) and isinstance(value, ast.Call):
+        return getattr(value.func, "id", "").startswith("_check")
+    if isinstance(statement, ast.If):
+        return not statement.orelse and all(isinstance(s, ast.Raise) for s in statement.body)
+    if isinstance(statement, ast.For):
+        return not statement.orelse and all(_is_check(s) for s in statement.body)
+    return False
 
 
 # --------------------------------------------------------------------------
