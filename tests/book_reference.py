@@ -140,9 +140,10 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                              sharex=True, sharey=True, squeeze=False)
     for i, (row_axes, row_matrices) in enumerate(zip(axes, matrices)):
         for j, (ax, matrix) in enumerate(zip(row_axes, row_matrices)):
-            # REFERENCE: the book's version crashes on a tensor that needs
-            # grad or lives on another device, and scales each panel alone.
-            pcm = ax.imshow(matrix.numpy(), cmap=cmap)
+            # REFERENCE: d2l 0.17.6 draws d2l.numpy(matrix), i.e.
+            # matrix.detach().numpy(): a tensor that needs grad works, one on
+            # another device or in bfloat16 does not; each panel scales alone.
+            pcm = ax.imshow(matrix.detach().numpy(), cmap=cmap)
             if i == num_rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:

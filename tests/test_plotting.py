@@ -56,7 +56,9 @@ def test_show_heatmaps_uses_one_colour_scale(impl):
     assert len(colorbars) == 1                                  # one scale, one colorbar
 
 
-@ours_and_book(raises=RuntimeError)
+# Not a defect of the book: d2l 0.17.6's show_heatmaps draws d2l.numpy(matrix),
+# which detaches (we ran its own function on such a tensor). Both must pass.
+@pytest.mark.parametrize("impl", [au, book], ids=["ours", "book"])
 def test_show_heatmaps_accepts_a_tensor_that_needs_grad(impl):
     attention = au.DotProductAttention(0)
     X = torch.randn(1, 3, 4, requires_grad=True)
