@@ -13,13 +13,14 @@ DECK         ?=
 NPM_STAMP    := node_modules/.package-lock.json
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help install test lab bench pins clean slides screenshots browser
+.PHONY: help install test lab bench pins clean slides screenshots browser execute
 
 help:
 	@echo "make lab    - JupyterLab on 127.0.0.1 with the live presenter, serving a working copy in build/lab/; prints the URL with its token"
 	@echo "make test   - install into .venv if needed; unit tests + strict nbval of every deck"
 	@echo "make slides - offline HTML decks + course index in build/slides/ (needs npm)"
 	@echo "make screenshots [DECK=02_nadaraya_watson] - PNG of every slide in build/screenshots/<deck>/"
+	@echo "make execute [DECK=02_nadaraya_watson] - re-run decks top to bottom and store their outputs"
 	@echo "make bench  - benchmark attention_utils against the book and PyTorch"
 	@echo "make pins   - rewrite constraints.txt from the current .venv"
 
@@ -72,6 +73,15 @@ browser:
 	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk; }
 	@fc-list :lang=zh 2>/dev/null | grep -q . || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk; }
+
+# Stored outputs come from one clean top-to-bottom run. Widget state is not
+# stored: an interactive figure's live widget is rebuilt when the cell runs.
+execute: install
+	cd $(NOTEBOOKS) && for nb in $(if $(DECK),$(DECK).ipynb,[0-9][0-9]_*.ipynb); do \
+	  echo "  $$nb"; $(abspath $(VENV))/bin/jupyter nbconvert --to notebook --execute --inplace \
+	    --ExecutePreprocessor.store_widget_state=False --log-level=WARN "$$nb" || exit 1; \
+	  $(abspath $(PY)) -c 'import nbformat, sys; nb = nbformat.read(sys.argv[1], 4); \
+	    nb.metadata.pop("widgets", None); nbformat.write(nb, sys.argv[1])' "$$nb"; done
 
 bench: install
 	$(PY) benchmarks/bench_attention.py
