@@ -151,7 +151,10 @@ VISIBLE_JS = r"""() => {
   };
 }"""
 
-GO_JS = "args => jupyterapp.commands.execute('deck:go', args)"
+# One round trip per step: move the presenter, let it paint, then inspect.
+STEP_JS = ("async args => { await jupyterapp.commands.execute('deck:go', args);"
+           " await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));"
+           " return (" + VISIBLE_JS + ")(); }")
 
 
 def open_notebook(context, base: str, token: str, name: str):
@@ -165,7 +168,7 @@ def open_notebook(context, base: str, token: str, name: str):
                            " && jupyterapp.shell.currentWidget.content && jupyterapp.shell.currentWidget.content.widgets.length",
                            timeout=60_000)
     page.evaluate("() => jupyterapp.shell.currentWidget.sessionContext.ready")
-    page.wait_for_timeout(1500)  # let the notebook finish rendering before presenting
+    page.wait_for_timeout(500)  # let the notebook finish rendering before presenting
     return page, log
 
 
@@ -206,8 +209,8 @@ def walk(page, deck: str, limit: int = 400) -> tuple[list, list]:
     """Visit every slide and fragment from the start; return (steps, problems)."""
     present_from(page, 0)
     steps, problems, last = [], [], None
+    info = inspect_slide(page)
     for n in range(limit):
-        info = inspect_slide(page)
         if slide_problems(info):  # give a slow render (lazy cells, MathJax, images) a moment
             page.wait_for_timeout(800)
             info = inspect_slide(page)
@@ -221,7 +224,7 @@ def walk(page, deck: str, limit: int = 400) -> tuple[list, list]:
             break  # the end: going forward changed nothing
         steps.append(key)
         last = (key, info["active"])
-        page.evaluate(GO_JS, FORWARD)
+        info = page.evaluate(STEP_JS, FORWARD)
     return steps, problems
 
 
@@ -275,8 +278,18 @@ def move_controls(page, index: int) -> list[str]:
 
 # ---------------------------------------------------------------- tests
 
+# This file presents every other deck and tests/test_live_more.py the rest, so
+# that `make test`'s two xdist workers (--dist loadfile) each give half the
+# lectures, on a server of their own.
+LECTURES = slice(0, None, 2)
 
-@pytest.mark.parametrize("deck", DECKS, ids=[d.stem for d in DECKS])
+
+def pytest_generate_tests(metafunc):
+    if "deck" in metafunc.fixturenames:
+        decks = DECKS[metafunc.module.LECTURES]
+        metafunc.parametrize("deck", decks, ids=[d.stem for d in decks])
+
+
 def test_live_lecture(server, chromium, deck):
     base, token, workdir = server
     page, log = open_notebook(chromium, base, token, deck.name)
