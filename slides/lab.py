@@ -101,7 +101,8 @@ def prepare(workdir: Path, notebooks: Path = ROOT / "notebooks", images: Path = 
 
 
 def free_port(preferred: int) -> int:
-    for port in list(range(preferred, preferred + 50)) + [0]:
+    """`preferred` or one of the next 49 ports if free, else any free port (0: any)."""
+    for port in (list(range(preferred, preferred + 50)) if preferred else []) + [0]:
         with socket.socket() as s:
             try:
                 s.bind(("127.0.0.1", port))

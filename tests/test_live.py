@@ -103,7 +103,7 @@ def server(tmp_path_factory):
         pytest.skip(f"no decks in {NOTEBOOKS}")
     workdir = tmp_path_factory.mktemp("lecture")
     settings = lab.prepare(workdir, notebooks=NOTEBOOKS)
-    port, token = lab.free_port(18888), "t" + os.urandom(16).hex()
+    port, token = lab.free_port(0), "t" + os.urandom(16).hex()  # 0: a random free port per worker
     extra = ["--no-browser", "--LabApp.expose_app_in_browser=True"]  # tests drive Lab's commands
     log = workdir / "lab.log"
     with open(log, "wb") as out:
@@ -374,7 +374,7 @@ def test_teacher_keys_walk_slides_and_subslides(server, chromium):
 def test_printed_url_logs_in(tmp_path):
     """`make lab` (slides/lab.py) prints a URL with a working token; without it the server refuses."""
     proc = subprocess.Popen([sys.executable, str(ROOT / "slides" / "lab.py"), "--dir", str(tmp_path),
-                             "--port", str(lab.free_port(19888)), "--no-browser"],
+                             "--port", "0", "--no-browser"],
                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     try:
         url, lines = None, []
