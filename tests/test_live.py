@@ -279,7 +279,7 @@ def move_controls(page, index: int) -> list[str]:
 # ---------------------------------------------------------------- tests
 
 # This file presents every other deck and tests/test_live_more.py the rest, so
-# that `make test`'s two xdist workers (--dist loadfile) each give half the
+# that two of `make test`'s xdist workers (--dist loadfile) each give half the
 # lectures, on a server of their own.
 LECTURES = slice(0, None, 2)
 
