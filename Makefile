@@ -35,13 +35,12 @@ $(STAMP): requirements.txt constraints.txt pyproject.toml
 install: $(STAMP)
 
 # Unit tests and strict nbval (every cell of every deck re-run and compared), on
-# three workers (the live lectures wait on a browser half the time, so a third
-# worker keeps both cores busy); --dist loadfile keeps each notebook's cells on
-# one kernel. The two halves of the live lectures (the longest files) go first,
+# two workers; --dist loadfile keeps each notebook's cells on one kernel. The two
+# halves of the live lectures (the longest files) go first, one to each worker,
 # in the order given here (--no-loadscope-reorder), and the rest fills in.
 # The browser tests (tests/test_slides.py, tests/test_live.py) need the built decks and chromium.
 test: install slides browser
-	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --durations=12 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -n 3 --dist loadfile --no-loadscope-reorder \
+	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --durations=12 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -n 2 --dist loadfile --no-loadscope-reorder \
 	  tests/test_live.py tests/test_live_more.py tests notebooks
 
 # slides/lab.py: a working copy of the decks in build/lab/ (presenting never

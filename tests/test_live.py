@@ -208,7 +208,7 @@ def slide_problems(info: dict) -> list[str]:
 def walk(page, deck: str, limit: int = 400) -> tuple[list, list]:
     """Visit every slide and fragment from the start; return (steps, problems)."""
     present_from(page, 0)
-    steps, problems, last = [], [], None
+    steps, problems, last, stuck = [], [], None, 0
     info = inspect_slide(page)
     for n in range(limit):
         if slide_problems(info):  # give a slow render (lazy cells, MathJax, images) a moment
@@ -221,7 +221,13 @@ def walk(page, deck: str, limit: int = 400) -> tuple[list, list]:
             SHOTS.mkdir(parents=True, exist_ok=True)
             page.screenshot(path=str(SHOTS / f"{deck}-problem-step{n:03d}.png"))
         if (key, info["active"]) == last:
-            break  # the end: going forward changed nothing
+            stuck += 1
+            if stuck == 3:
+                break  # the end: going forward three times changed nothing
+            page.wait_for_timeout(500)  # or a busy machine: give the presenter time
+            info = page.evaluate(STEP_JS, FORWARD)
+            continue
+        stuck = 0
         steps.append(key)
         last = (key, info["active"])
         info = page.evaluate(STEP_JS, FORWARD)
@@ -273,7 +279,7 @@ def move_controls(page, index: int) -> list[str]:
                 page.wait_for_timeout(300)
                 if page.evaluate(SLIDERS_JS, index)["image"] == before:
                     problems.append(f"cell {index}: slider {k} moved ({key}) but its picture did not change")
-    return problems
+# that `make test`'s two xdist workers (--dist loadfile) each give half the
 
 
 # ---------------------------------------------------------------- tests
