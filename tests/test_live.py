@@ -279,13 +279,13 @@ def move_controls(page, index: int) -> list[str]:
                 page.wait_for_timeout(300)
                 if page.evaluate(SLIDERS_JS, index)["image"] == before:
                     problems.append(f"cell {index}: slider {k} moved ({key}) but its picture did not change")
-# that `make test`'s two xdist workers (--dist loadfile) each give half the
+    return problems
 
 
 # ---------------------------------------------------------------- tests
 
 # This file presents every other deck and tests/test_live_more.py the rest, so
-# that two of `make test`'s xdist workers (--dist loadfile) each give half the
+# that `make test`'s two xdist workers (--dist loadfile) each give half the
 # lectures, on a server of their own.
 LECTURES = slice(0, None, 2)
 
