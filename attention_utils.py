@@ -33,6 +33,7 @@ import ast
 import collections
 import inspect
 import itertools
+import json
 import math
 import os
 import random
@@ -1508,7 +1509,149 @@ def _use_cjk_fonts():
     plt.rcParams["axes.unicode_minus"] = False
 
 
-_use_cjk_fonts()
+# The course figure style, set here once for every deck: decks never set
+# font sizes themselves. A figure is read from the back row on a 1280x720
+# slide, where body text is 24 px; every text in a figure must be at least
+# MIN_TEXT_PX tall as displayed. At 100 dpi a point is 100/72 px, so the
+# smallest size here (13 pt) is 18 px at full size and stays >= 16 px down
+# to a shrink of 0.89, i.e. for figures up to about 1350 px wide.
+COURSE_STYLE = {
+    "figure.dpi": 100,
+    "savefig.dpi": "figure",
+    "figure.constrained_layout.use": True,    # labels, colour bars and outside legends fit
+    "font.size": 14,
+    "axes.titlesize": 15,
+    "axes.labelsize": 14,
+    "xtick.labelsize": 13,
+    "ytick.labelsize": 13,
+    "legend.fontsize": 13,
+    "legend.title_fontsize": 13,
+    "figure.titlesize": 16,
+    "lines.linewidth": 2.2,
+    "lines.markersize": 7,
+    "axes.linewidth": 1.0,
+    "legend.loc": "best",
+    "legend.framealpha": 0.9,
+    "image.interpolation": "nearest",         # heatmap cells stay crisp squares
+}
+MIN_TEXT_PX = 16            # smallest figure text a student sees on a slide
+SLIDE_IMAGE_WIDTH_PX = 1200  # widest image a 1280x720 slide shows unscaled (measured: 1216)
+SLIDE_IMAGE_HEIGHT_PX = 560  # slides/course.css caps images at this height
+
+
+def _use_course_style():
+    _use_cjk_fonts()
+    plt.rcParams.update(COURSE_STYLE)
+
+
+_use_course_style()
+
+
+def _figure_report(fig):
+    """What a student can read of ``fig``: its smallest text and covered data.
+
+    Returns a dict with
+        min_text_pt: the smallest font size (points) of any drawn, non-empty
+            text: titles, axis and tick labels, legends, colour-bar labels,
+            annotations. On a slide it is ``_displayed_text_px(...)`` tall.
+        legend_overlaps: how many data artists (lines, markers, bars, bands)
+            a legend inside an axes covers; 0 means no legend hides data.
+        axes_limits: [[x0, x1, y0, y1], ...] of every axes without an image,
+            so frames of an interactive figure can be checked to share axes.
+
+    Every PNG the module renders carries this report in its metadata
+    (``au:min_text_pt``, ``au:legend_overlaps``), so tests check a deck's
+    stored figures without re-running it.
+    """
+    from matplotlib.collections import LineCollection, PathCollection, PolyCollection
+    from matplotlib.patches import Rectangle
+    from matplotlib.text import Text
+
+    fig.draw_without_rendering()                  # places 'best' legends and ticks
+    renderer = fig._get_renderer()                 # works for any canvas, inline included
+    hidden = set()                                # labels of ticks outside the view
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            low, high = sorted(axis.get_view_interval())
+            slack = 1e-9 * (high - low)
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                if not low - slack <= tick.get_loc() <= high + slack:
+                    hidden.update((tick.label1, tick.label2))
+    sizes = [t.get_fontsize() for t in fig.findobj(Text)
+             if t.get_visible() and t.get_text().strip() and t not in hidden
+             and t.get_window_extent(renderer).overlaps(fig.bbox)]
+    overlaps = 0
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None or not legend.get_visible():
+            continue
+        box = legend.get_window_extent(renderer)
+        for artist in ax.get_children():
+            if not artist.get_visible():
+                continue
+            if isinstance(artist, matplotlib.lines.Line2D):
+                path = artist.get_transform().transform_path(artist.get_path())
+                hit = (box.count_contains(path.vertices) > 0 if artist.get_linestyle() in ("None", "")
+                       else path.intersects_bbox(box, filled=False))
+            elif isinstance(artist, PathCollection):            # scatter markers
+                hit = box.count_contains(artist.get_offset_transform().transform(artist.get_offsets())) > 0
+            elif isinstance(artist, (LineCollection, PolyCollection)):  # stems, bands
+                transform = artist.get_transform()
+                hit = any(transform.transform_path(p).intersects_bbox(
+                    box, filled=isinstance(artist, PolyCollection)) for p in artist.get_paths())
+            elif isinstance(artist, Rectangle) and artist is not ax.patch:  # bars
+                hit = artist.get_window_extent(renderer).overlaps(box)
+            else:
+                continue
+            overlaps += bool(hit)
+    limits = [[round(v, 6) for v in (*ax.get_xlim(), *ax.get_ylim())]
+              for ax in fig.axes if not ax.images and not hasattr(ax, "_colorbar")
+              and ax.get_visible() and ax.axison]
+    return {"min_text_pt": min(sizes, default=float("inf")), "legend_overlaps": overlaps,
+            "axes_limits": limits}
+
+
+def _displayed_text_px(min_text_pt, dpi, width_px, height_px):
+    """How tall text of ``min_text_pt`` is on a 1280x720 slide, in px.
+
+    An image wider than the slide's content or taller than the image cap is
+    shrunk to fit, and its text with it.
+    """
+    shrink = min(1.0, SLIDE_IMAGE_WIDTH_PX / width_px, SLIDE_IMAGE_HEIGHT_PX / height_px)
+    return min_text_pt * dpi / 72 * shrink
+
+
+def _png(fig, tight=True):
+    """PNG bytes of ``fig`` with its ``_figure_report`` in the metadata.
+
+    ``tight=False`` keeps the figure's own size, so frames of one interactive
+    figure all have the same size and axes.
+    """
+    from IPython.core.pylabtools import print_figure  # the inline backend's own renderer
+
+    report = _figure_report(fig)
+    metadata = {"au:min_text_pt": f"{report['min_text_pt']:g}",
+                "au:legend_overlaps": str(report["legend_overlaps"]),
+                "au:axes_limits": json.dumps(report["axes_limits"])}
+    return print_figure(fig, "png", bbox_inches="tight" if tight else None, metadata=metadata)
+
+
+def _register_png_formatter():
+    """Figures shown by Jupyter's inline backend carry the report as well."""
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None:
+        return
+    import base64
+
+    shell.display_formatter.formatters["image/png"].for_type(
+        Figure, lambda fig: base64.b64encode(_png(fig)).decode("ascii"))
+
+
+_register_png_formatter()
 
 
 class _ShownOnceFigure(Figure):
@@ -1521,11 +1664,9 @@ class _ShownOnceFigure(Figure):
     """
 
     def _ipython_display_(self):
-        from IPython.core.pylabtools import print_figure
         from IPython.display import display
 
-        display({"image/png": print_figure(self, "png", bbox_inches="tight")},
-                raw=True)
+        display({"image/png": _png(self)}, raw=True)
         if any(manager.canvas.figure is self for manager in Gcf.get_all_fig_managers()):
             plt.close(self)                                    # shown: not again
 
@@ -1551,7 +1692,7 @@ def _colour_range(values):
 
 
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
-                  cmap="Reds", *, mask=None, share_scale=True):
+                  cmap="Reds", *, mask=None, share_scale=True, vmax=None):
     """Draw a grid of attention matrices, as ``d2l.show_heatmaps`` does.
 
     Args:
@@ -1570,6 +1711,9 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             all panels, so equal colours mean equal values. False: each panel
             gets its own scale and colour bar, so panels with small values
             still show their pattern.
+        vmax: top of the colour scale for every panel (default: the largest
+            shown value). Frames of an interactive figure that should be
+            compared share one, e.g. ``vmax=1`` for attention weights.
 
     The colour scale starts at 0 when every shown value is >= 0 (weights)
     and at the smallest value otherwise.
@@ -1594,12 +1738,14 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                              FigureClass=_ShownOnceFigure)
     # The book's colour bar described only the last panel; a shared scale
     # makes equal colours mean equal weights across panels.
+    top = vmax
     vmin, vmax = _colour_range(matrices[keep])
     for i in range(num_rows):
         for j in range(num_cols):
             ax = axes[i, j]
             if not share_scale:
                 vmin, vmax = _colour_range(matrices[i, j][keep[i, j]])
+            vmax = vmax if top is None else top
             shown = np.ma.masked_array(matrices[i, j].numpy(),
                                        mask=~keep[i, j].numpy())
             image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax)
@@ -1800,7 +1946,6 @@ class _InteractiveFigure:
     def _html(self):
         import base64
         import html
-        import json
 
         uris = ["data:image/png;base64," + base64.b64encode(f).decode("ascii") for f in self.frames]
         captions = " · ".join(
@@ -1869,12 +2014,6 @@ _INTERACTIVE_JS = """(function () {
 })();"""
 
 
-def _png(fig):
-    from IPython.core.pylabtools import print_figure  # the inline backend's own renderer
-
-    return print_figure(fig, "png", bbox_inches="tight")
-
-
 MAX_FRAMES = 64    # pictures per interactive figure; keeps an offline deck small
 
 
@@ -1911,6 +2050,6 @@ def interactive(draw, **controls):
     for indices in itertools.product(*(range(len(s.values)) for s in sliders)):
         fig = draw(**{n: s.values[i] for n, s, i in zip(names, sliders, indices)})
         fig = plt.gcf() if fig is None else fig
-        frames.append(_png(fig))
+        frames.append(_png(fig, tight=False))
         plt.close(fig)                 # shown as a frame, never by the inline flush
     return _InteractiveFigure(names, sliders, frames)

@@ -50,13 +50,6 @@ def test_every_cell_has_a_known_slide_type(deck):
     assert slide_type(deck["cells"][0]) == "slide"
 
 
-def test_setup_cell_is_not_skipped_and_seeds(deck):
-    setup = code_cells(deck)[0]
-    assert slide_type(setup) != "skip"  # RISE never runs skipped cells
-    assert "import attention_utils as au" in source(setup)
-    assert "manual_seed" in source(setup)
-
-
 def test_outputs_come_from_one_clean_run(deck):
     cells = code_cells(deck)
     assert [c["execution_count"] for c in cells] == list(range(1, len(cells) + 1))
