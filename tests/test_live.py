@@ -6,8 +6,9 @@ For every deck:
 
 1. Before anything runs: present it (jupyterlab-slideshow) and visit every
    slide: every image loads, no raw TeX, no widget text repr, nothing taller
-   than the 720 px screen.
-2. Run All, present again, and move every control of every interactive
+   than the 720 px screen, nothing under the presenter's arrows.
+2. Run All: the skipped cells (set-up, helpers, appendix) run too, and no
+   cell raises. Present again, and move every control of every interactive
    figure: its picture must change.
 3. Save (as the 2-minute autosave would): the working copy changes, and the
    repository's notebooks stay byte for byte unchanged (checked when the
@@ -139,7 +140,44 @@ VISIBLE_JS = r"""() => {
                /\$[^$\s][^$]*\$/].map(p => text.match(p)).filter(Boolean).map(m => text.slice(Math.max(0, m.index - 20), m.index + 40));
   const images = cells.flatMap(c => [...c.querySelectorAll('img')]);
   const outputs = cells.flatMap(c => [...c.querySelectorAll('.jp-OutputArea-output')]).map(o => o.innerText || '');
+  // What the presenter's navigation arrows (bottom right) would cover: text, images, canvases.
+  const remote = document.querySelector('.jp-Deck-Remote-directions');
+  const under = [];
+  // An image counts only where it has ink under the arrows, not its white margin.
+  const inkUnder = (img, R) => {
+    const b = img.getBoundingClientRect(), sx = img.naturalWidth / b.width, sy = img.naturalHeight / b.height;
+    const x0 = Math.max(R.left, b.left), x1 = Math.min(R.right, b.right);
+    const y0 = Math.max(R.top, b.top), y1 = Math.min(R.bottom, b.bottom);
+    const w = Math.max(1, Math.round((x1 - x0) * sx)), h = Math.max(1, Math.round((y1 - y0) * sy));
+    const canvas = document.createElement('canvas');
+    canvas.width = w; canvas.height = h;
+    const ctx = canvas.getContext('2d');
+    ctx.drawImage(img, (x0 - b.left) * sx, (y0 - b.top) * sy, w, h, 0, 0, w, h);
+    const d = ctx.getImageData(0, 0, w, h).data;
+    for (let i = 0; i < d.length; i += 4)
+      if (d[i + 3] > 16 && (d[i] < 235 || d[i + 1] < 235 || d[i + 2] < 235)) return true;
+    return false;
+  };
+  if (remote) {
+    const R = remote.getBoundingClientRect();
+    const hit = r => r.width > 0 && r.height > 0 && r.left < R.right && r.right > R.left
+      && r.top < R.bottom && r.bottom > R.top;
+    for (const c of cells) {
+      const w = document.createTreeWalker(c, NodeFilter.SHOW_TEXT);
+      while (w.nextNode()) {
+        const n = w.currentNode;
+        if (!n.nodeValue.trim() || n.parentElement.closest('mjx-assistive-mml, script, style')) continue;
+        const range = document.createRange();
+        range.selectNodeContents(n);
+        if ([...range.getClientRects()].some(hit)) under.push(n.nodeValue.trim().slice(0, 40));
+      }
+      for (const e of c.querySelectorAll('img, canvas, svg, input'))
+        if (hit(e.getBoundingClientRect()) && (e.tagName !== 'IMG' || inkUnder(e, R)))
+          under.push('<' + e.tagName.toLowerCase() + '>');
+    }
+  }
   return {
+    under,
     cells: cells.map(c => jupyterapp.shell.currentWidget.content.widgets.findIndex(w => w.node === c)),
     active: jupyterapp.shell.currentWidget.content.activeCellIndex,
     top: boxes.length ? Math.min(...boxes.map(b => b.top)) : 0,
@@ -151,10 +189,24 @@ VISIBLE_JS = r"""() => {
   };
 }"""
 
-# One round trip per step: move the presenter, let it paint, then inspect.
-STEP_JS = ("async args => { await jupyterapp.commands.execute('deck:go', args);"
-           " await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));"
+# Let the page paint and finish its finite animations (a fragment fades in: until
+# then it counts as invisible, and its height and position would be missed).
+SETTLE_JS = ("await new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));"
+             " await Promise.all(document.getAnimations()"
+             ".filter(a => a.effect && a.effect.getComputedTiming().endTime < Infinity)"
+             ".map(a => a.finished.catch(() => null)));")
+# One round trip per step: move the presenter, let it settle, then inspect.
+STEP_JS = ("async args => { await jupyterapp.commands.execute('deck:go', args); " + SETTLE_JS +
            " return (" + VISIBLE_JS + ")(); }")
+
+
+# Every cell of the open notebook: type, slide type, execution count, error outputs.
+CELLS_JS = """() => jupyterapp.shell.currentWidget.content.widgets.map((c, index) => {
+  const m = c.model, outputs = m.type === 'code' ? m.outputs.toJSON() : [];
+  return { index, type: m.type, slide_type: (m.getMetadata('slideshow') || {}).slide_type || null,
+           source: !!m.sharedModel.getSource().trim(), count: m.type === 'code' ? m.executionCount : null,
+           errors: outputs.filter(o => o.output_type === 'error').length };
+})"""
 
 
 def open_notebook(context, base: str, token: str, name: str):
@@ -188,7 +240,7 @@ def present_from(page, index: int) -> None:
 
 
 def inspect_slide(page) -> dict:
-    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    page.evaluate("async () => { " + SETTLE_JS + " }")
     return page.evaluate(VISIBLE_JS)
 
 
@@ -202,6 +254,8 @@ def slide_problems(info: dict) -> list[str]:
         out.append(f"raw TeX {info['raw'][:2]}")
     if info["reprs"]:
         out.append(f"widget text repr {info['reprs'][:2]}")
+    if info["under"]:
+        out.append(f"content under the presenter's arrows (bottom right): {info['under'][:3]}")
     return out
 
 
@@ -310,6 +364,15 @@ def test_live_lecture(server, chromium, deck):
         # 2. Run All, then present the interactive figures and move every control.
         run_all(page)
         t2 = time.monotonic()
+        # The set-up and helper cells are `skip` (off the slides); Run All must still run them.
+        cells = page.evaluate(CELLS_JS)
+        not_run = [c["index"] for c in cells if c["type"] == "code" and c["slide_type"] == "skip"
+                   and c["source"] and c["count"] is None]
+        assert not_run == [], f"Run All did not run the skipped cells {not_run}"
+        assert any(c["slide_type"] == "skip" and c["type"] == "code" for c in cells), \
+            "no skipped code cell: the set-up cell should be off the slides"
+        failed = [c["index"] for c in cells if c["errors"]]
+        assert failed == [], f"cells raised errors after Run All: {failed}"
         for index in interactive_cells(deck):
             present_from(page, index)
             info = page.evaluate(VISIBLE_JS)
