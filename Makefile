@@ -9,16 +9,18 @@ STAMP  := $(VENV)/.installed
 # Slides (make slides / screenshots / lab). NOTEBOOKS can point at another folder of decks.
 NOTEBOOKS    ?= notebooks
 SLIDES_OUT   ?= build/slides
+HANDOUTS_OUT ?= build/handouts
 DECK         ?=
 NPM_STAMP    := node_modules/.package-lock.json
 SUDO         := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: help install test lab bench pins clean slides screenshots browser execute
+.PHONY: help install test lab bench pins clean slides handouts screenshots browser execute
 
 help:
 	@echo "make lab    - JupyterLab on 127.0.0.1 with the live presenter, serving a working copy in build/lab/; prints the URL with its token"
 	@echo "make test   - install into .venv if needed; unit tests + strict nbval of every deck"
 	@echo "make slides - offline HTML decks + course index in build/slides/ (needs npm)"
+	@echo "make handouts - PDF handouts in build/handouts/: one slide per page, and a copy with speaker notes"
 	@echo "make screenshots [DECK=02_nadaraya_watson] - PNG of every slide in build/screenshots/<deck>/"
 	@echo "make execute [DECK=02_nadaraya_watson] - re-run decks top to bottom and store their outputs"
 	@echo "make bench  - benchmark attention_utils against the book and PyTorch"
@@ -38,8 +40,9 @@ install: $(STAMP)
 # two workers; --dist loadfile keeps each notebook's cells on one kernel. The two
 # halves of the live lectures (the longest files) go first, one to each worker,
 # in the order given here (--no-loadscope-reorder), and the rest fills in.
-# The browser tests (tests/test_slides.py, tests/test_live.py) need the built decks and chromium.
-test: install slides browser
+# The browser tests (tests/test_slides.py, tests/test_live.py, tests/test_handouts.py)
+# need the built decks and handouts, chromium and poppler.
+test: install slides browser handouts
 	SLIDES_TESTS_REQUIRED=1 $(PY) -m pytest --durations=12 --nbval --nbval-sanitize-with tests/nbval_sanitize.cfg -n 2 --dist loadfile --no-loadscope-reorder \
 	  tests/test_live.py tests/test_live_more.py tests notebooks
 
@@ -65,16 +68,28 @@ $(SLIDES_INDEX): $(STAMP) $(NPM_STAMP) $(wildcard $(NOTEBOOKS)/*.ipynb) \
 	$(PY) slides/build.py --notebooks $(NOTEBOOKS) --out $(SLIDES_OUT)
 	@touch $@
 
+# PDF handouts, printed from the offline decks by the same Chromium; rebuilt only
+# when the decks or the printer changed.
+HANDOUTS_STAMP := $(HANDOUTS_OUT)/.built
+handouts: $(HANDOUTS_STAMP)
+
+$(HANDOUTS_STAMP): $(SLIDES_INDEX) slides/handouts.py slides/browser.py | browser
+	$(PY) slides/handouts.py --slides $(SLIDES_OUT) --out $(HANDOUTS_OUT)
+	@touch $@
+
 screenshots: slides browser
 	$(PY) slides/screenshots.py --slides $(SLIDES_OUT) $(DECK)
 
-# Debian's chromium (and a CJK font, so Chinese renders) only where missing.
+# Debian's chromium, a CJK font (so Chinese renders) and poppler (the handout
+# tests read the PDFs with it), each only where missing.
 browser:
 	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
 	  echo "Installing Debian's chromium for the browser tests"; \
-	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk; }
+	  $(SUDO) apt-get update -qq && $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium fonts-noto-cjk poppler-utils; }
 	@fc-list :lang=zh 2>/dev/null | grep -q . || { $(SUDO) apt-get update -qq && \
 	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq fonts-noto-cjk; }
+	@command -v pdftoppm >/dev/null 2>&1 || { $(SUDO) apt-get update -qq && \
+	  $(SUDO) env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq poppler-utils; }
 
 # Stored outputs come from one clean top-to-bottom run. Widget state is not
 # stored: an interactive figure's live widget is rebuilt when the cell runs.

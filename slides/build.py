@@ -153,6 +153,7 @@ def export_deck(path: Path, out: Path, settings: dict) -> dict:
     c.SlidesExporter.embed_images = True
     c.SlidesExporter.exclude_input_prompt = True
     c.SlidesExporter.exclude_output_prompt = True
+    c.SlidesExporter.language_code = "zh-CN"  # <html lang>: a screen reader reads with a Chinese voice
 
     nb = nbformat.read(path, as_version=4)
     static_widgets(nb)
@@ -163,6 +164,8 @@ def export_deck(path: Path, out: Path, settings: dict) -> dict:
         "course_css_url": "assets/course.css",
     }
     body, _ = exporter.from_notebook_node(nb, resources=resources)
+    # The title slide's English subtitle is read with an English voice.
+    body = body.replace('<p class="au-subtitle">', '<p class="au-subtitle" lang="en">')
     target = out / f"{path.stem}.slides.html"
     target.write_text(body, encoding="utf-8")
     info = title_info(nb, path.stem)
@@ -192,6 +195,8 @@ INDEX = """<!DOCTYPE html>
 <li><kbd>→</kbd> / <kbd>空格 Space</kbd>：下一页 next · <kbd>←</kbd>：上一页 previous</li>
 <li><kbd>S</kbd>：演讲者备注 speaker notes · <kbd>Esc</kbd>：总览 overview · <kbd>F</kbd>：全屏 full screen</li>
 </ul>
+<p>讲义 PDF 由 <code>make handouts</code> 生成（在 <code>build/handouts/</code>）：每页一张幻灯片；另一份每张幻灯片下附演讲者备注。<br>
+<span lang="en">The PDF handouts come from <code>make handouts</code> (in <code>build/handouts/</code>): one slide per page, and a copy with each slide's speaker notes below it.</span></p>
 <p>幻灯片中的滑块无需内核即可拖动；要运行或修改代码，请在 JupyterLab 中打开对应的 notebook（<code>make lab</code>）。<br>
 <span lang="en">The sliders in these decks work without a kernel; to run or change the code, open the notebook in JupyterLab (<code>make lab</code>).</span></p>
 </main>
@@ -200,7 +205,9 @@ INDEX = """<!DOCTYPE html>
 """
 
 ITEM = """<li><a href="{file}"><span class="au-deck-title">{title}</span></a>{subtitle}
-<div class="au-deck-goal">{goal}</div>{source}</li>"""
+<div class="au-deck-goal">{goal}</div>{source}
+<div class="au-deck-pdf">讲义 PDF <span lang="en">handouts</span>：<a href="../handouts/{stem}.pdf">幻灯片 <span lang="en">slides</span></a> ·
+<a href="../handouts/{stem}-notes.pdf">含演讲者备注 <span lang="en">with speaker notes</span></a></div></li>"""
 
 
 def write_index(decks: list[dict], out: Path) -> None:
@@ -213,6 +220,7 @@ def write_index(decks: list[dict], out: Path) -> None:
                 title=e["title"],
                 subtitle=f' <span class="au-deck-en" lang="en">{e["subtitle"]}</span>' if d["subtitle"] else "",
                 goal=e["goal"] or e["stem"],
+                stem=e["stem"],
                 source=f'\n<div class="au-deck-source">{e["source"]}</div>' if d["source"] else "",
             )
         )

@@ -32,6 +32,7 @@ NOTEBOOKS = Path(os.environ.get("NOTEBOOKS", ROOT / "notebooks"))
 if not NOTEBOOKS.is_absolute():
     NOTEBOOKS = ROOT / NOTEBOOKS
 SLIDES = ROOT / "build" / "slides"
+HANDOUTS = ROOT / "build" / "handouts"
 SHOTS = ROOT / "build" / "screenshots" / "first-slides"
 DECKS = sorted(NOTEBOOKS.glob("*.ipynb"))
 FIRST_SLIDES = 3  # screenshots per deck saved by the tests
@@ -117,6 +118,9 @@ def test_every_src_and_href_stays_inside_the_build(built):
                 continue
             assert not re.match(r"^([a-z][a-z0-9+.-]*:|//|/)", url, re.I), f"{page.name}: {url} leaves the build"
             target = (page.parent / url.split("?")[0].split("#")[0]).resolve()
+            if target.is_relative_to(HANDOUTS.resolve()):  # the PDFs: tests/test_handouts.py
+                assert page.name == "index.html" and target.suffix == ".pdf", f"{page.name}: {url}"
+                continue
             assert target.is_relative_to(built.resolve()), f"{page.name}: {url} points outside build/slides"
             assert target.exists(), f"{page.name}: {url} does not exist"
     text = "\n".join(p.read_text(encoding="utf-8") for p in pages)
@@ -240,3 +244,94 @@ def test_speaker_view_opens_offline(built, chromium):
     finally:
         page.close()
     assert log.external == [] and log.errors == []
+
+
+# ---------------------------------------------------------------- accessibility (axe-core, offline)
+
+AXE = ROOT / "node_modules" / "axe-core" / "axe.min.js"
+PLACEHOLDER_ALT = "No description has been provided for this image"
+# axe-core over the whole document; every slide is laid out at once in reveal's
+# print layout, so one run covers every slide, fragments included.
+AXE_JS = """async () => {
+  const result = await axe.run(document, {resultTypes: ['violations']});
+  return result.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,
+    nodes: v.nodes.map(n => n.target.join(' ') + ' ' + n.html.slice(0, 80))}));
+}"""
+
+
+@pytest.mark.parametrize("deck", DECKS, ids=deck_ids(DECKS))
+def test_offline_deck_is_accessible(built, chromium, deck):
+    """0 critical and 0 serious axe-core violations on every slide; Chinese declared; real alt texts."""
+    import handouts
+
+    if not AXE.exists():
+        missing("node_modules/axe-core missing: run `make slides` (npm ci)")
+    html = built / f"{deck.stem}.slides.html"
+    page, log = handouts.open_for_print(chromium, html, notes=False)
+    try:
+        page.evaluate(handouts.LAST_PAGE_JS)  # every slide visible to assistive technology
+        assert page.evaluate("document.documentElement.lang") == "zh-CN"
+        assert page.evaluate("[...document.querySelectorAll('.au-subtitle')].every(e => e.lang === 'en')")
+        images = page.evaluate("[...document.querySelectorAll('.reveal .slides img')].map(i => i.getAttribute('alt'))")
+        assert images, "no images in the deck"
+        placeholders = [a for a in images if not (a or "").strip() or a == PLACEHOLDER_ALT]
+        assert not placeholders, f"{len(placeholders)} of {len(images)} images without a real text alternative"
+        page.add_script_tag(path=str(AXE))
+        violations = page.evaluate(AXE_JS)
+    finally:
+        page.close()
+    by_impact = {}
+    for v in violations:
+        by_impact.setdefault(v["impact"], []).append(v)
+    counts = {impact: sum(len(v["nodes"]) for v in vs) for impact, vs in by_impact.items()}
+    print(f"{deck.stem}: axe-core violations by impact {counts or 'none'}")
+    for v in by_impact.get("moderate", []) + by_impact.get("minor", []):
+        print(f"  {v['impact']}: {v['id']} ({v['help']}) x{len(v['nodes'])}: {v['nodes'][:2]}")
+    severe = by_impact.get("critical", []) + by_impact.get("serious", [])
+    assert not severe, "\n".join(f"{v['impact']} {v['id']}: {v['help']} x{len(v['nodes'])} {v['nodes'][:3]}"
+                                 for v in severe)
+    assert log.external == [] and log.errors == []
+
+
+# Moves the first offline slider of the current slide with the keyboard; returns what changed.
+KEYBOARD_JS = """async () => {
+  const root = Reveal.getCurrentSlide().querySelector('.au-interactive[data-ready]');
+  const input = root.querySelector('input[type=range]');
+  const img = root.querySelector('img.au-frame');
+  const live = root.querySelector('[aria-live]');
+  const label = input.closest('label');
+  input.focus();
+  return {name: input.labels.length ? input.labels[0].innerText : input.getAttribute('aria-label'),
+          visible: !!label && label.getBoundingClientRect().height > 0,
+          src: img.src, alt: img.alt, live: live ? live.textContent : null, value: input.value,
+          max: input.max, focused: document.activeElement === input};
+}"""
+
+
+@pytest.mark.parametrize("deck", DECKS, ids=deck_ids(DECKS))
+def test_offline_sliders_work_with_the_keyboard_and_announce(built, chromium, deck):
+    """Every offline slider has a visible label and a name, moves with the arrow keys, and says its new setting."""
+    page, log = browser.open_static_deck(chromium, built / f"{deck.stem}.slides.html")
+    problems = []
+    try:
+        slides = page.evaluate("""() => [...document.querySelectorAll('.au-interactive[data-ready]')].map(r => {
+            const s = r.closest('section'); const i = Reveal.getIndices(s); return [i.h, i.v || 0]; })""")
+        assert slides, "no offline interactive figure"
+        for h, v in slides:
+            browser.goto_slide(page, h, v)
+            before = page.evaluate(KEYBOARD_JS)
+            if not (before["name"] or "").strip() or not before["visible"]:
+                problems.append(f"slide {h}.{v}: a slider without a visible label / accessible name")
+            key = "ArrowLeft" if before["value"] == before["max"] else "ArrowRight"
+            page.keyboard.press(key)
+            after = page.evaluate(KEYBOARD_JS)
+            if after["value"] == before["value"] or after["src"] == before["src"]:
+                problems.append(f"slide {h}.{v}: {key} did not move the slider and its picture")
+            if after["live"] is None or after["live"] == before["live"]:
+                problems.append(f"slide {h}.{v}: the new setting is not announced (aria-live)")
+            if after["alt"] == before["alt"]:
+                problems.append(f"slide {h}.{v}: the picture's text alternative did not follow the slider")
+    finally:
+        page.close()
+    assert not problems, "\n".join(problems)
+    assert log.errors == []
