@@ -110,6 +110,21 @@ __all__ = [
     # interactive figures (live, offline and unrun)
     "Slider",
     "interactive",
+    # self-check exercises: check_<name>(the student's function)
+    "check_attention_pooling",
+    "check_softmax",
+    "check_nw_regression",
+    "check_leave_one_out",
+    "check_masked_softmax",
+    "check_scaled_dot_product",
+    "check_transpose_qkv",
+    "check_multihead_forward",
+    "check_positional_encoding",
+    "check_causal_mask",
+    "check_additive_scores",
+    "check_bahdanau_step",
+    "check_add_norm",
+    "check_pre_norm",
 ]
 
 
@@ -2053,3 +2068,1394 @@ def interactive(draw, **controls):
         frames.append(_png(fig, tight=False))
         plt.close(fig)                 # shown as a frame, never by the inline flush
     return _InteractiveFigure(names, sliders, frames)
+
+
+# --------------------------------------------------------------------------
+# Self-check exercises
+# --------------------------------------------------------------------------
+# A student writes a function in a stub cell and checks it with
+# ``au.check_<name>(their_function)``. The checker runs it on small seeded
+# inputs, property by property: shapes first, then one probe per mistake
+# students are known to make (the book's own defects among them), then
+# values against this module and, where one exists, PyTorch's built-in. The
+# first property that fails is printed, named as the mistake, with the input
+# that shows it and a hint; when all pass, it prints what was verified.
+#
+# Most probes work by comparison: the output a known mistake would give on
+# the probe's input is computed here too, and a wrong answer that matches it
+# is named. Every probe's input is chosen so that the known mistakes give
+# different outputs (tests/test_exercises.py proves it, one wrong
+# implementation per diagnosis).
+
+CHECK_TOLERANCE = 1e-5      # absolute and relative, float32 against the module
+_TOLERANCE_TEXT = "1e-5"     # as the verdicts print it
+
+
+class _CheckResult:
+    """What ``check_<name>`` found; the printed verdict is what a student reads.
+
+    ``code`` is "passed", "not-implemented", "raised" or the diagnosis of the
+    mistake (stable, for tests). ``bool(result)`` is True when the check
+    passed, so a solution cell can ``assert au.check_softmax(softmax)``.
+    Jupyter shows nothing for it: the verdict was printed already.
+    """
+
+    def __init__(self, name, code):
+        self.name, self.code = name, code
+
+    @property
+    def passed(self):
+        return self.code == "passed"
+
+    def __bool__(self):
+        return self.passed
+
+    def __repr__(self):
+        return f"CheckResult({self.name!r}, code={self.code!r})"
+
+    def _ipython_display_(self):
+        pass                                # the verdict is the output
+
+
+class _Mistake(Exception):
+    """The first failing property: its diagnosis code, the mistake named in
+    Chinese, the input that shows it, what came out, what should have, and
+    a hint toward the idea."""
+
+    def __init__(self, code, title, example=None, got=None, expected=None, hint=None,
+                 labels=("你的结果", "正确结果"), error=None):
+        super().__init__(code)
+        self.code, self.title, self.example = code, title, example
+        self.got, self.expected, self.hint, self.labels = got, expected, hint, labels
+        self.error = error                  # the student's exception, when it shows the mistake
+
+
+class _StudentRaised(Exception):
+    """The student's function raised ``error`` on the input ``example``."""
+
+    def __init__(self, error, example, function_name):
+        super().__init__(str(error))
+        self.error, self.example, self.function_name = error, example, function_name
+
+
+# A known mistake: its diagnosis and the output it gives on a probe's input.
+_Known = collections.namedtuple("_Known", "code title output hint")
+
+
+def _run_checker(name, student, steps, verified, extra=()):
+    """Run ``steps(student, *extra)``, print the verdict, return a _CheckResult.
+
+    ``verified``: the lines printed when every step passes (a list, or a
+    function of what the steps returned).
+    """
+    for function in (student, *extra):
+        if not callable(function):
+            raise ValueError(f"expected your function (a callable) for check_{name}, "
+                             f"got {type(function).__name__}")
+    try:
+        with torch.random.fork_rng(devices=[]), torch.no_grad():  # the deck's random stream stays as it was
+            torch.manual_seed(0)
+            found = steps(student, *extra)
+    except _Mistake as mistake:
+        print(_failed_text(name, mistake, student))
+        return _CheckResult(name, mistake.code)
+    except _StudentRaised as raised:
+        if isinstance(raised.error, NotImplementedError):
+            print(f"尚未实现：请先补全 {raised.function_name}，再运行本单元。")
+            return _CheckResult(name, "not-implemented")
+        print(_raised_text(name, raised, student))
+        return _CheckResult(name, "raised")
+    lines = verified(found) if callable(verified) else verified
+    print(f"✓ {name}：通过。已验证：\n" + "\n".join(f"  · {line}" for line in lines))
+    return _CheckResult(name, "passed")
+
+
+def _failed_text(name, mistake, student):
+    lines = [f"✗ {name}：未通过。", f"错在：{mistake.title}"]
+    if mistake.example:
+        lines.append(f"例子：{mistake.example}")
+    if mistake.error is not None:
+        lines += _error_lines(mistake.error, student)
+    if mistake.got is not None:
+        lines.append(f"  {mistake.labels[0]}：{_fmt(mistake.got)}")
+    if mistake.expected is not None:
+        lines.append(f"  {mistake.labels[1]}：{_fmt(mistake.expected)}")
+    if mistake.hint:
+        lines.append(f"提示：{mistake.hint}")
+    return "\n".join(lines)
+
+
+def _raised_text(name, raised, student):
+    lines = [f"✗ {name}：运行出错。", f"输入：{raised.example}"]
+    lines += _error_lines(raised.error, student)
+    lines.append("提示：先让函数在这个输入上跑通（核对每一步的形状），再运行本单元。")
+    return "\n".join(lines)
+
+
+def _error_lines(error, student):
+    """The student's line that raised, and the error in one line."""
+    where = _student_line(error, student)
+    lines = [] if where is None else [f"出错的是你的代码第 {where[0]} 行：{where[1]}"]
+    return lines + [f"  {_short_error(error)}"]
+
+
+def _short_error(error):
+    """'TypeName: first line of the message', at most about 150 characters."""
+    message = (str(error).strip().splitlines() or [""])[0]
+    return f"{type(error).__name__}: " + (message if len(message) <= 130 else message[:127] + "...")
+
+
+def _student_line(error, student):
+    """(line number, text) of the deepest traceback frame in the student's own
+    code (the file or notebook cell that defines ``student``), or None."""
+    import traceback
+
+    code = getattr(student, "__code__", None)
+    frames = traceback.extract_tb(error.__traceback__)
+    if code is not None:
+        own = [f for f in frames if f.filename == code.co_filename]
+    else:                                   # e.g. functools.partial: any frame outside libraries
+        own = [f for f in frames if f.filename != __file__ and "site-packages" not in f.filename]
+    if not own:
+        return None
+    return own[-1].lineno, (own[-1].line or "").strip()
+
+
+def _call(student, *args, example, name, copy=True):
+    """``student(*args)``, on copies of the tensors unless ``copy=False``; an
+    exception in the student's code becomes _StudentRaised."""
+    if copy:
+        args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
+    try:
+        return student(*args)
+    except Exception as error:              # the student's bug, shown briefly
+        raise _StudentRaised(error, example, name) from None
+
+
+def _as_tensor(got, example, expected_text="一个张量"):
+    """The student's return value as a detached CPU tensor, or a _Mistake."""
+    if got is None:
+        raise _Mistake("returned-none", "函数没有返回任何东西（忘了 return？）", example,
+                       hint=f"函数最后应当 return {expected_text}。")
+    if isinstance(got, (tuple, list)) and got and isinstance(got[0], torch.Tensor):
+        raise _Mistake("returned-tuple", f"函数返回了 {len(got)} 个值组成的元组，应当只返回{expected_text}",
+                       example, hint="只 return 要求的那一个结果。")
+    try:
+        return torch.as_tensor(got).detach().cpu()
+    except (TypeError, ValueError, RuntimeError):
+        raise _Mistake("not-a-tensor", f"返回值的类型是 {type(got).__name__}，不是张量", example,
+                       hint=f"函数应当 return {expected_text}。") from None
+
+
+def _close(a, b, tol=CHECK_TOLERANCE):
+    return (a.shape == b.shape and a.dtype != torch.bool and b.dtype != torch.bool
+            and torch.allclose(a.double(), b.double(), rtol=tol, atol=tol))
+
+
+def _compare(got, expected, example, known=(), hint=None, tol=CHECK_TOLERANCE):
+    """Pass if ``got`` matches ``expected``; else raise the first known mistake
+    whose output it matches, a wrong shape, or wrong values."""
+    got = _as_tensor(got, example)
+    expected = expected.detach().cpu()
+    if _close(got, expected, tol):
+        return got
+    for mistake in known:
+        if _close(got, mistake.output.detach().cpu(), tol):
+            raise _Mistake(mistake.code, mistake.title, example, got, expected, mistake.hint)
+    if got.shape != expected.shape:
+        raise _Mistake("wrong-shape", f"形状不对：应为 {tuple(expected.shape)}，"
+                       f"你的结果是 {tuple(got.shape)}", example,
+                       hint=hint or "逐行打印中间结果的形状（.shape），找出哪一步变了样。")
+    if not torch.isfinite(got.double()).all():
+        raise _Mistake("not-finite", "结果里有 NaN 或 inf", example, got, expected,
+                       hint="找出哪一步第一次出现 NaN 或 inf：常见的是 exp 溢出，或 0/0。")
+    raise _Mistake("wrong-values", "形状对了，但数值不对", example, got, expected,
+                   hint=hint or "在这个小例子上手算一遍，与你的中间结果逐步对照。")
+
+
+def _fmt(t, digits=3):
+    """A short, deterministic text of a small tensor (rounded, no dtype)."""
+    t = torch.as_tensor(t).detach().cpu()
+    if t.numel() > 36:
+        return f"形状 {tuple(t.shape)} 的张量"
+    if t.dtype == torch.bool:
+        return f"{t.int().tolist()}（1 为 True）"
+
+    def number(x):
+        if isinstance(x, list):
+            return "[" + ", ".join(number(v) for v in x) + "]"
+        if math.isnan(x) or math.isinf(x):
+            return str(x)
+        x = round(x, digits) + 0.0          # + 0.0: no "-0"
+        return f"{x:g}"
+
+    return number(t.double().tolist())
+
+
+def _tensor(values):
+    """A float32 tensor from nested lists (the probes' inputs, written out)."""
+    return torch.tensor(values, dtype=torch.float32)
+
+
+def _seeded(*shape, seed=0):
+    """Standard-normal numbers that are the same on every run and machine."""
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def _check_unchanged(before, after, example, hint):
+    """A function must never write into a tensor it was given."""
+    if not torch.equal(before, after):
+        raise _Mistake("modifies-input", "改写了调用者传入的张量", example, after, before,
+                       hint, labels=("调用后它变成", "调用前它是"))
+
+
+# ---- Deck 01: attention pooling and softmax -------------------------------
+
+def _pooling_reference(query, keys, values):
+    """The module's attention pooling of one query: masked_softmax, then a weighted sum."""
+    weights = masked_softmax((keys @ query)[None, None])[0, 0]  # (S, E) @ (E,) -> (S,)
+    return weights @ values                                    # (S,) @ (S,) or (S, Ev)
+
+
+def check_attention_pooling(attention_pooling):
+    """Check ``attention_pooling(query, keys, values)`` and print a verdict.
+
+    The student's function pools one query: scores ``keys @ query`` (no
+    scaling, as in deck 01), softmax over the S keys, then the weighted sum
+    of the values. query (E,), keys (S, E), values (S,) or (S, Ev) ->
+    a number (shape ()) or (Ev,). Compared with the module's
+    ``masked_softmax`` and with ``F.scaled_dot_product_attention(scale=1)``.
+    """
+    return _run_checker("attention_pooling", attention_pooling, _attention_pooling_steps, [
+        "形状：values 为 (S,) 时输出一个数，为 (S, Ev) 时输出 (Ev,)；S 与 E 相等或不等都试过",
+        f"数值：与 au.masked_softmax 的汇聚、F.scaled_dot_product_attention(scale=1) 一致（误差 ≤ {_TOLERANCE_TEXT}）",
+        "权重由查询与键的点积经 softmax 得到，输出是值的加权和（不是键、不是平均）",
+        "分数上千时不溢出（没有 NaN）"])
+
+
+def _attention_pooling_steps(student):
+    name = "attention_pooling"
+    query, keys = _tensor([1., 2.]), _tensor([[1., 0.], [1., 1.]])  # scores keys @ query = [1, 3]
+    values = _tensor([1., 5.])
+    scores = keys @ query
+    example = f"query = {_fmt(query)}，keys = {_fmt(keys)}，values = {_fmt(values)}"
+    got = _call(student, query, keys, values, example=example, name=name)
+    _compare(got, _pooling_reference(query, keys, values), example, known=[
+        _Known("returns-weights", "返回的是注意力权重，不是汇聚的输出", F.softmax(scores, dim=0),
+               "权重只是中间结果：最后还要用它对值加权求和，weights @ values。"),
+        _Known("no-softmax", "没有做 softmax：直接把分数当成了权重", scores @ values,
+               "分数可正可负、和也不为 1；先用 softmax 把它们变成和为 1 的权重。"),
+        _Known("not-normalised", "做了 exp 但没有归一化：权重的和不是 1", scores.exp() @ values,
+               "softmax 是 exp(分数) 再除以它们的和。"),
+        _Known("plain-average", "输出是值的平均，与查询无关", values.mean(dim=0),
+               "每个值的权重应取决于查询与它的键有多相似：softmax(keys @ query)。"),
+        _Known("keys-not-transposed", "分数算成了 query @ keys（键没有转置，乘错了维）",
+               F.softmax(query @ keys, dim=0) @ values,
+               "每个键与查询做点积：keys @ query，即 (S, E) @ (E,) -> (S,)。"),
+        _Known("keys-as-values", "加权求和用的是键，不是值", F.softmax(scores, dim=0) @ keys,
+               "键只用来算权重；汇聚的是值：weights @ values。"),
+    ])
+    values = _tensor([[1., 0.], [0., 2.]])                     # (S, Ev) with Ev = E
+    example = f"query = {_fmt(query)}，keys = {_fmt(keys)}，values = {_fmt(values)}"
+    got = _call(student, query, keys, values, example=example, name=name)
+    _compare(got, _pooling_reference(query, keys, values), example)
+    query, keys, values = _seeded(3, seed=1), _seeded(5, 3, seed=2), _seeded(5, 4, seed=3)
+    example = "query (3,)、keys (5, 3)、values (5, 4)（固定种子的随机数）"
+    got = _call(student, query, keys, values, example=example, name=name)
+    got = _compare(got, _pooling_reference(query, keys, values), example)
+    builtin = F.scaled_dot_product_attention(query[None, None], keys[None], values[None], scale=1.0)[0, 0]
+    _compare_builtin(got, builtin, example, "F.scaled_dot_product_attention(..., scale=1)")
+    query, keys, values = _tensor([100., 0.]), _tensor([[10., 0.], [9., 0.]]), _tensor([1., 5.])
+    example = f"query = {_fmt(query)}，keys = {_fmt(keys)}（分数 1000 与 900），values = {_fmt(values)}"
+    got = _as_tensor(_call(student, query, keys, values, example=example, name=name), example)
+    if not torch.isfinite(got).all():
+        raise _Mistake("overflow", "分数很大时溢出：exp(1000) = inf，inf / inf 得到 NaN", example, got,
+                       _pooling_reference(query, keys, values),
+                       "用 F.softmax，或先减去分数的最大值再取 exp（softmax 的结果不变）。")
+    _compare(got, _pooling_reference(query, keys, values), example)
+
+
+def _compare_builtin(got, builtin, example, builtin_name):
+    """The student matched the module; PyTorch's built-in must agree as well."""
+    if not _close(got, builtin):
+        raise _Mistake("differs-from-pytorch", f"与本模块一致，但与 PyTorch 的 {builtin_name} 不一致",
+                       example, got, builtin,
+                       "你是否改过 attention_utils.py？检查器以它为准，再对照 PyTorch。")
+
+
+def check_softmax(softmax):
+    """Check ``softmax(scores)`` over the last axis and print a verdict.
+
+    scores (..., S) -> weights of the same shape, each row summing to 1.
+    Checked: the axis (2-D and 3-D input), normalisation, numerical
+    stability (scores of 1000, rows far apart), -inf scores (weight 0),
+    that the input is left untouched, and values against ``F.softmax``.
+    A row of only -inf scores is 0/0: either NaN (as ``F.softmax``) or all
+    zeros (as ``au.masked_softmax`` gives a row with valid length 0) passes,
+    and the verdict says which one the function gives.
+    """
+    return _run_checker("softmax", softmax, _softmax_steps, lambda all_masked: [
+        "形状：(S,)、(L, S)、(B, L, S) 的输入都保持原形状，softmax 做在最后一维",
+        f"数值：与 F.softmax(dim=-1) 一致（误差 ≤ {_TOLERANCE_TEXT}）",
+        "数值稳定：分数为 1000，或两行相差 1000 时，都没有溢出成 NaN",
+        f"分数为 -inf 的位置权重为 0；全为 -inf 的一行{all_masked}",
+        "没有改动传入的张量"])
+
+
+def _softmax_steps(student):
+    name = "softmax"
+    x = _tensor([[1., 2., 3.], [1., 1., 4.]])
+    example = f"scores = {_fmt(x)}"
+    _compare(_call(student, x, example=example, name=name), F.softmax(x, dim=-1), example, known=[
+        _Known("wrong-axis", "softmax 做在了第 0 维：每一列的和为 1，而不是每一行", F.softmax(x, dim=0),
+               "每个查询（每一行）在它的 S 个键上归一化：dim=-1。"),
+        _Known("not-normalised", "没有归一化：结果是 exp(分数)，每行的和不是 1", x.exp(),
+               "把 exp(分数) 除以同一行的和（sum(dim=-1, keepdim=True)）。"),
+        _Known("global-normalisation", "整个张量一起归一化：全部权重加起来为 1，而不是每一行各为 1",
+               x.exp() / x.exp().sum(), "求和只在最后一维上做：sum(dim=-1, keepdim=True)。"),
+    ])
+    x = torch.arange(12.).reshape(2, 2, 3) % 5
+    example = f"scores = {_fmt(x)}（形状 (2, 2, 3)）"
+    _compare(_call(student, x, example=example, name=name), F.softmax(x, dim=-1), example, known=[
+        _Known("axis-hardcoded", "softmax 固定做在第 1 维：二维输入碰巧对，三维输入 (B, L, S) 就错了",
+               F.softmax(x, dim=1), "用 dim=-1（最后一维），任何形状都对。"),
+    ])
+    x = _tensor([0., 2., 1.])
+    example = f"scores = {_fmt(x)}（一维，一个查询的分数）"
+    _compare(_call(student, x, example=example, name=name), F.softmax(x, dim=-1), example)
+    x = _tensor([[1000., 1001., 1002.]])
+    example = f"scores = {_fmt(x)}"
+    got = _as_tensor(_call(student, x, example=example, name=name), example)
+    if not torch.isfinite(got).all():
+        raise _Mistake("overflow", "分数很大时溢出：exp(1000) = inf，inf / inf 得到 NaN", example, got,
+                       F.softmax(x, dim=-1), "先减去每一行的最大值再取 exp：softmax 的结果不变，"
+                       "而最大的指数变成 exp(0) = 1。")
+    _compare(got, F.softmax(x, dim=-1), example)
+    x = _tensor([[0., 1.], [-1000., -999.]])
+    example = f"scores = {_fmt(x)}"
+    got = _as_tensor(_call(student, x, example=example, name=name), example)
+    if not torch.isfinite(got).all():
+        raise _Mistake("global-max", "减去的是整个张量的最大值，不是每一行的最大值："
+                       "第二行的 exp 全部下溢成 0，0 / 0 得到 NaN", example, got, F.softmax(x, dim=-1),
+                       "每一行减去自己的最大值：x.max(dim=-1, keepdim=True).values。")
+    _compare(got, F.softmax(x, dim=-1), example)
+    x = _tensor([[0., -math.inf, 0.]])
+    example = "scores = [[0, -inf, 0]]"
+    _compare(_call(student, x, example=example, name=name), F.softmax(x, dim=-1), example,
+             hint="分数为 -inf 的键应得到权重 exp(-inf) = 0，其余的键照常归一化。")
+    x = torch.full((1, 3), -math.inf)
+    example = "scores = [[-inf, -inf, -inf]]"
+    got = _as_tensor(_call(student, x, example=example, name=name), example)
+    if got.isnan().all():
+        all_masked = "得到 NaN（与 F.softmax 相同；au.masked_softmax 把这种行变成全 0）"
+    elif got.shape == x.shape and (got == 0).all():
+        all_masked = "得到全 0（与 au.masked_softmax 对有效长度为 0 的行相同）"
+    else:
+        raise _Mistake("all-masked-row", "一行的分数全为 -inf 时，得到了既不是 NaN 也不是 0 的权重",
+                       example, got, torch.zeros(1, 3),
+                       "全为 -inf 的一行没有可关注的键：0/0 没有定义。给出 NaN（像 F.softmax）或全 0 都行，"
+                       "但不能凭空分出权重。")
+    x = _tensor([[1., 2., 3.]])
+    before, example = x.clone(), f"scores = {_fmt(x)}"
+    _call(student, x, example=example, name=name, copy=False)
+    _check_unchanged(before, x, example, "x -= x.max(...) 或 x.sub_(...) 会原地修改调用者的张量；"
+                     "写成 x = x - ...，得到一个新张量。")
+    x = _seeded(2, 3, 5, seed=4)
+    example = "scores 形状 (2, 3, 5)（固定种子的随机数）"
+    _compare(_call(student, x, example=example, name=name), F.softmax(x, dim=-1), example)
+    return all_masked
+
+
+# ---- Deck 02: Nadaraya-Watson regression and leave-one-out ---------------
+
+def _nw_variant(queries, keys, values, score, dim=-1, normalise=True, pool=None):
+    """Nadaraya-Watson with a given score of the differences (n, m): the
+    correct one and the mistakes differ only in these arguments."""
+    differences = queries[:, None] - keys                      # (n, 1) - (m,) or (n, m) -> (n, m)
+    scores = score(differences)
+    weights = F.softmax(scores, dim=dim) if normalise else scores.exp()
+    pooled = values if pool is None else pool                  # (m,) or (n, m)
+    return (weights * pooled).sum(dim=-1)                      # (n,)
+
+
+def _nw_reference(queries, keys, values, width):
+    """The module's answer: nw_kernel_regression for shared keys (m,), and
+    NWKernelRegression with w = 1 / width for per-query keys (n, m)."""
+    if keys.dim() == 1:
+        return nw_kernel_regression(queries, keys, values, width)[0]
+    model = NWKernelRegression()
+    model.w.data.fill_(1 / width)
+    return model(queries, keys, values)
+
+
+def check_nw_regression(nw_regression):
+    """Check ``nw_regression(queries, keys, values, width)`` and print a verdict.
+
+    Gaussian-kernel Nadaraya-Watson: weights softmax over the keys of
+    -((x - x_i) / width)^2 / 2, then the weighted sum of the values.
+    queries (n,); keys and values (m,) shared by every query, or (n, m) one
+    row per query -> predictions (n,). Compared with the module's
+    ``nw_kernel_regression`` and ``NWKernelRegression``.
+    """
+    return _run_checker("nw_regression", nw_regression, _nw_regression_steps, [
+        "形状：keys、values 为 (m,)（所有查询共用）与 (n, m)（每个查询一行）时，输出都是 (n,)",
+        "核：分数是 -((x - x_i) / width)² / 2，softmax 在键（每一行）上做，汇聚的是值",
+        f"数值：与 au.nw_kernel_regression、au.NWKernelRegression（w = 1/width）一致（误差 ≤ {_TOLERANCE_TEXT}）",
+        "宽度 width = 3 和 0.5 都试过（除以宽度、平方、再除以 2）"])
+
+
+def _nw_regression_steps(student):
+    name = "nw_regression"
+    queries, keys, values, width = _tensor([0., 1.]), _tensor([0., 1., 3.]), _tensor([1., 2., 6.]), 3.0
+    example = (f"queries = {_fmt(queries)}，keys = {_fmt(keys)}，values = {_fmt(values)}，"
+               f"width = {width:g}")
+    got = _call(student, queries, keys, values, width, example=example, name=name)
+
+    def variant(score, **kwargs):
+        return _nw_variant(queries, keys, values, score, **kwargs)
+
+    correct = lambda d: -(d / width) ** 2 / 2                   # noqa: E731
+    _compare(got, _nw_reference(queries, keys, values, width), example, known=[
+        _Known("returns-weights", "返回的是注意力权重 (n, m)，不是预测 (n,)",
+               F.softmax(correct(queries[:, None] - keys), dim=-1),
+               "权重只是中间结果：还要对值加权求和，(weights * values).sum(dim=-1)。"),
+        _Known("softmax-over-queries", "softmax 做在了查询上（第 0 维）：每个查询的权重和不为 1",
+               variant(correct, dim=0), "每个查询在它的 m 个键上归一化：softmax(dim=-1)。"),
+        _Known("not-squared", "距离没有平方：核应随距离的平方衰减",
+               variant(lambda d: -(d / width).abs() / 2),
+               "高斯核是 exp(-u² / 2)，u = (x - x_i) / width：先除以宽度，再平方。"),
+        _Known("not-squared", "距离既没有取绝对值也没有平方：左边的键反而得到更大的权重",
+               variant(lambda d: -(d / width) / 2), "高斯核是 exp(-u² / 2)，u = (x - x_i) / width。"),
+        _Known("wrong-sign", "分数忘了负号：越远的键权重越大", variant(lambda d: (d / width) ** 2 / 2),
+               "分数是负的平方距离，离查询越近，分数越大。"),
+        _Known("width-multiplied", "宽度乘在了距离上，应当除：宽度越大，核应越宽",
+               variant(lambda d: -(d * width) ** 2 / 2),
+               "u = (x - x_i) / width。（可学习的参数 w 相当于 1/width，那时才是乘。）"),
+        _Known("width-ignored", "没有用 width：核的宽度固定成了 1", variant(lambda d: -d ** 2 / 2),
+               "u = (x - x_i) / width：宽度决定每个训练点影响多远。"),
+        _Known("missing-half", "分数少了 / 2", variant(lambda d: -(d / width) ** 2),
+               "高斯核是 exp(-u² / 2)。"),
+        _Known("width-not-squared", "除的是 width 而不是 width²：σ 与 σ² 混淆了",
+               variant(lambda d: -d ** 2 / width / 2), "先把距离除以宽度再平方：((x - x_i) / width)²。"),
+        _Known("not-normalised", "核的权重没有归一化：每个查询的权重和不为 1（这是核加权求和，不是加权平均）",
+               variant(correct, normalise=False), "用 softmax，或把 exp(分数) 除以同一行的和。"),
+        _Known("keys-as-values", "加权求和用的是键，不是值", variant(correct, pool=keys),
+               "键（训练输入 x_i）只用来算权重；汇聚的是值（训练输出 y_i）。"),
+    ])
+    keys, values = _tensor([[0., 1., 3.], [1., 2., 4.]]), _tensor([[1., 2., 6.], [2., 3., 5.]])
+    example = (f"queries = {_fmt(queries)}，keys = {_fmt(keys)}，values = {_fmt(values)}"
+               f"（每个查询一行），width = {width:g}")
+    try:
+        got = _call(student, queries, keys, values, width, example=example, name=name)
+    except _StudentRaised as raised:
+        if isinstance(raised.error, NotImplementedError):
+            raise
+        raise _Mistake("per-query-keys", "keys、values 为 (n, m)（每个查询一行）时出错", example,
+                       error=raised.error,
+                       hint="queries[:, None] - keys 对 (m,) 和 (n, m) 的键都能广播成 (n, m)；"
+                       "加权求和写成 (weights * values).sum(dim=-1)，两种形状都适用"
+                       "（weights @ values 只适用于 (m,)）。") from None
+    _compare(got, _nw_reference(queries, keys, values, width), example)
+    queries, keys, values, width = _seeded(4, seed=5), _seeded(6, seed=6), _seeded(6, seed=7), 0.5
+    example = "queries (4,)、keys (6,)、values (6,)（固定种子的随机数），width = 0.5"
+    _compare(_call(student, queries, keys, values, width, example=example, name=name),
+             _nw_reference(queries, keys, values, width), example)
+
+
+def check_leave_one_out(leave_one_out):
+    """Check ``leave_one_out(x)`` and print a verdict.
+
+    x (n,) -> (n, n-1): row i holds every entry of x except x[i], in their
+    order. Compared with the module's ``leave_one_out``.
+    """
+    return _run_checker("leave_one_out", leave_one_out, _leave_one_out_steps, [
+        "形状：(n,) -> (n, n-1)，n = 2、4、6 都试过",
+        "第 i 行恰好去掉了 x[i] 自己，其余的点都在，顺序不变",
+        "按位置而不是按值去掉：x 里有相同的值时也对",
+        "与 au.leave_one_out 完全相同（torch.equal）"])
+
+
+def _leave_one_out_steps(student):
+    name = "leave_one_out"
+    x = _tensor([1., 2., 3., 4.])
+    example = f"x = {_fmt(x)}"
+    got = _as_tensor(_call(student, x, example=example, name=name), example)
+    expected = leave_one_out(x)
+    n = x.shape[0]
+    if got.shape == (n, n) and torch.equal(got, x.expand(n, n)):
+        raise _Mistake("self-included", "每一行都还含着 x[i] 自己：形状是 (n, n)，应为 (n, n-1)",
+                       example, got, expected, "留一法的意义就在于让第 i 个点看不到自己；"
+                       "第 i 行去掉 x[i]。")
+    if got.shape == (n - 1, n) and torch.equal(got, expected.T):
+        raise _Mistake("transposed", "结果转置了：形状 (n-1, n)，应为 (n, n-1)", example, got, expected,
+                       "第 i 行（而不是第 i 列）放 x[i] 以外的点。")
+    if got.shape != (n, n - 1):
+        raise _Mistake("wrong-shape", f"形状不对：应为 {(n, n - 1)}，你的结果是 {tuple(got.shape)}",
+                       example, got, expected, "n 个点，每个点配其余 n-1 个点：(n, n-1)。")
+    for i in range(n):
+        if (got[i] == x[i]).any():
+            raise _Mistake("keeps-self", f"第 {i} 行仍含有 x[{i}] = {x[i].item():g} 自己，"
+                           "却漏掉了另一个点", example, got, expected,
+                           "检查切片的边界：第 i 行是 x[:i] 接上 x[i+1:]。")
+    for i in range(n):
+        if sorted(got[i].tolist()) != sorted(expected[i].tolist()):
+            raise _Mistake("wrong-points", f"第 {i} 行的点不对：有的点重复了，有的点漏掉了",
+                           example, got, expected, "第 i 行应恰好包含 x[i] 以外的每个点各一次。")
+    if not torch.equal(got, expected):
+        raise _Mistake("order-scrambled", "每行的点对了，但顺序变了", example, got, expected,
+                       "保持原来的顺序：x[:i] 接上 x[i+1:]（torch.roll 之类会把顺序转乱）。")
+    for x in (_tensor([5., 7.]), _tensor([3., 1., 3., 2., 2., 4.])):
+        example = f"x = {_fmt(x)}" + ("（有相同的值）" if len(set(x.tolist())) < len(x) else "")
+        try:
+            got = _as_tensor(_call(student, x, example=example, name=name), example)
+        except _StudentRaised as raised:
+            if isinstance(raised.error, NotImplementedError) or len(x) == 2:
+                raise
+            raise _Mistake("drops-by-value", "x 里有相同的值时出错：你是按值、而不是按位置去掉 x[i] 的",
+                           example, error=raised.error, hint="x[x != x[i]] 会把与 x[i] 相等的点全部去掉；按位置去掉，"
+                           "例如用 ~torch.eye(n, dtype=torch.bool) 作掩码。") from None
+        expected = leave_one_out(x)
+        if not (got.shape == expected.shape and torch.equal(got, expected)):
+            code, title = ("drops-by-value", "x 里有相同的值时出错：你是按值、而不是按位置去掉 x[i] 的") \
+                if len(x) > 2 else ("wrong-values", "结果与 au.leave_one_out 不同")
+            raise _Mistake(code, title, example, got, expected,
+                           "x[x != x[i]] 会把与 x[i] 相等的点全部去掉；按位置去掉，"
+                           "例如用 ~torch.eye(n, dtype=torch.bool) 作掩码。")
+
+
+# ---- Deck 03: masked softmax and scaled dot-product attention ------------
+
+def _mask_variant(X, lens):
+    """Softmax over the first ``lens`` keys of each (B, L) row; lens (B, L)."""
+    keep = torch.arange(X.shape[-1]) < lens[..., None]         # (B, L, S)
+    return torch.where(keep, X, -math.inf).softmax(dim=-1).nan_to_num(0.0)
+
+
+def _torch_masked_softmax(X, valid_lens):
+    """PyTorch's own softmax with masked scores set to -inf (empty rows -> 0)."""
+    keep = valid_lens_to_mask(valid_lens, X.shape[1], X.shape[2])  # (B, 1 or L, S)
+    return F.softmax(X.masked_fill(~keep, -math.inf), dim=-1).nan_to_num(0.0)
+
+
+def check_masked_softmax(masked_softmax):
+    """Check ``masked_softmax(X, valid_lens)`` (the book's signature) and print a verdict.
+
+    X (B, L, S) scores; valid_lens None, (B,) (one length per sequence, for
+    all its L queries) or (B, L) (one per query) -> weights (B, L, S), zero
+    on masked keys. Checked in order: no mask, 1-D and 2-D lengths, a row
+    with valid length 0 (all zeros, as ``F.scaled_dot_product_attention``
+    gives, never uniform weights over padding), the caller's X untouched,
+    float16, and real scores below the fill value. Compared with the
+    module's ``masked_softmax`` and with ``F.softmax`` of -inf-filled scores.
+    """
+    return _run_checker("masked_softmax", masked_softmax, _masked_softmax_steps, [
+        "valid_lens 为 None、(B,)（在 L 个查询上重复）、(B, L)（每个查询一个）三种情况",
+        "被掩蔽的键权重恰好为 0；有效长度为 0 的行全为 0（不是均匀权重，也不是 NaN）",
+        "没有改写调用者的 X；float16 能用；真实分数低于 -1e6 时权重也不漏进被掩蔽的位置",
+        f"数值：与 au.masked_softmax、F.softmax（被掩蔽处填 -inf）一致（误差 ≤ {_TOLERANCE_TEXT}）"])
+
+
+def _masked_softmax_steps(student):
+    name = "masked_softmax"
+    X = _tensor([[[1., 2., 3.], [2., 0., 1.]]])
+    example = f"X = {_fmt(X)}，valid_lens = None"
+    _compare(_call(student, X, None, example=example, name=name), masked_softmax(X, None), example, known=[
+        _Known("wrong-axis", "softmax 做在了查询维（第 1 维）上，应在键维（最后一维）上", F.softmax(X, dim=1),
+               "每个查询在它的 S 个键上归一化：dim=-1。"),
+    ])
+    X, valid_lens = torch.zeros(2, 2, 4), torch.tensor([1, 3])
+    example = "X = zeros(2, 2, 4)，valid_lens = tensor([1, 3])（每个序列一个长度）"
+    per_sequence = valid_lens[:, None].expand(2, 2)            # (B, L): the right lengths
+    _compare(_call(student, X, valid_lens, example=example, name=name), masked_softmax(X, valid_lens),
+             example, known=[
+        _Known("ignores-valid-lens", "没有用 valid_lens：填充位置也分到了权重", F.softmax(X, dim=-1),
+               "键 j 只在 j < valid_len 时保留；其余的分数设为 -inf，exp 之后恰好为 0。"),
+        _Known("lens-per-query", "一维 valid_lens 被当成了每个查询一个长度（repeat 或广播错了维）",
+               _mask_variant(X, valid_lens[None, :].expand(2, 2)),
+               "一维 valid_lens 是每个序列一个长度：序列 b 的 L 个查询都用 valid_lens[b]，"
+               "即 repeat_interleave(L)，不是 repeat(L)。"),
+        _Known("off-by-one", "多保留了一个键：掩码写成了 j <= valid_len", _mask_variant(X, per_sequence + 1),
+               "有效长度为 v 时保留的是键 0 .. v-1：j < valid_len。"),
+        _Known("mask-flipped", "掩码反了：保留了填充位置，挡住了有效的键",
+               torch.where(torch.arange(4) >= per_sequence[..., None], 1.0, 0.0)
+               / (4 - per_sequence[..., None]),
+               "布尔掩码 True 表示允许关注（本课程与 F.scaled_dot_product_attention 的约定）。"),
+    ])
+    valid_lens = torch.tensor([[1, 3]])
+    X = torch.zeros(1, 2, 3)
+    example = "X = zeros(1, 2, 3)，valid_lens = tensor([[1, 3]])（每个查询一个长度）"
+    _compare(_call(student, X, valid_lens, example=example, name=name), masked_softmax(X, valid_lens),
+             example, hint="二维 valid_lens (B, L) 给每个查询自己的长度，不用再重复。")
+    X, valid_lens = torch.zeros(1, 1, 4), torch.tensor([0])
+    example = "X = zeros(1, 1, 4)，valid_lens = tensor([0])"
+    got = _as_tensor(_call(student, X, valid_lens, example=example, name=name), example)
+    if got.shape == X.shape and torch.allclose(got, torch.full_like(X, 0.25)):
+        raise _Mistake("uniform-empty-row", "有效长度为 0 的行得到了均匀权重 0.25：它在给填充位置分配注意力",
+                       example, got, torch.zeros_like(X),
+                       "书中的做法（填 -1e6）在整行都被掩蔽时给出均匀权重。一个有效的键都没有时，"
+                       "这一行应什么都不关注：权重全为 0（F.scaled_dot_product_attention 也给出 0）。")
+    if got.shape == X.shape and got.isnan().any():
+        raise _Mistake("nan-empty-row", "有效长度为 0 的行得到了 NaN：整行都是 -inf，softmax 是 0/0",
+                       example, got, torch.zeros_like(X),
+                       "softmax 之后把没有任何有效键的行置为 0（例如 torch.where(keep, weights, 0)）。")
+    _compare(got, torch.zeros_like(X), example)
+    X, valid_lens = _tensor([[[0.5, 1., -1., 2.], [1., 0., 0., 3.]]]), torch.tensor([2])
+    before, example = X.clone(), f"X = {_fmt(X)}，valid_lens = tensor([2])"
+    _call(student, X, valid_lens, example=example, name=name, copy=False)
+    _check_unchanged(before, X, example, "通过 reshape 得到的视图原地赋值（书中的 sequence_mask 就是这样）"
+                     "会改掉调用者的分数。用 torch.where 或 masked_fill（非原地）生成新张量。")
+    X, valid_lens = _tensor([[[1., 2., 3., 4.], [1., 1., 1., 1.]]]).half(), torch.tensor([[2, 0]])
+    example = "X（float16）= [[[1, 2, 3, 4], [1, 1, 1, 1]]]，valid_lens = tensor([[2, 0]])"
+    expected = masked_softmax(X.float(), valid_lens)
+    try:
+        got = _as_tensor(_call(student, X, valid_lens, example=example, name=name), example)
+    except _StudentRaised as raised:
+        if isinstance(raised.error, NotImplementedError):
+            raise
+        raise _Mistake("float16-overflow", "float16 的输入出错：-1e6 超出了 float16 的范围（最大约 65504）",
+                       example, error=raised.error, hint="用 -inf 作填充值，"
+                       "它属于每种浮点类型，exp(-inf) 恰好为 0。") from None
+    if got.isnan().any():
+        raise _Mistake("float16-nan", "float16 的输入得到了 NaN：-1e6 在 float16 里溢出成 -inf，"
+                       "整行被掩蔽时成了 0/0", example, got, expected,
+                       "用 -inf 作填充值，并把没有有效键的行置为 0。")
+    _compare(got, expected, example, tol=1e-3)
+    X, valid_lens = _tensor([[[-2e6, -2e6, -2e6]]]), torch.tensor([1])
+    example = "X = [[[-2e6, -2e6, -2e6]]]，valid_lens = tensor([1])"
+    got = _as_tensor(_call(student, X, valid_lens, example=example, name=name), example)
+    leaked = got.shape == X.shape and got[0, 0, 1:].abs().sum() > 1e-3
+    if leaked:
+        raise _Mistake("leaks-below-fill", "真实分数低于你的填充值时，权重漏进了被掩蔽的位置",
+                       example, got, masked_softmax(X, valid_lens),
+                       "书中填 -1e6：分数 -2e6 比它还低，被掩蔽的键反而占了上风。填 -inf，"
+                       "任何真实分数都比它大。")
+    _compare(got, masked_softmax(X, valid_lens), example)
+    X, valid_lens = _seeded(2, 3, 5, seed=8), torch.tensor([[2, 0, 5], [1, 4, 3]])
+    example = f"X 形状 (2, 3, 5)（固定种子的随机数），valid_lens = {_fmt(valid_lens)}"
+    got = _compare(_call(student, X, valid_lens, example=example, name=name),
+                   masked_softmax(X, valid_lens), example)
+    _compare_builtin(got, _torch_masked_softmax(X, valid_lens), example, "F.softmax（被掩蔽处填 -inf）")
+
+
+def _sdpa_variant(queries, keys, values, scale, dim=-1, transpose=True, valid_lens=None):
+    """softmax(q kᵀ * scale) v with the knobs the known mistakes turn."""
+    scores = queries @ (keys.transpose(1, 2) if transpose else keys) * scale  # (B, L, S)
+    if valid_lens is not None:
+        return masked_softmax(scores, valid_lens) @ values
+    return F.softmax(scores, dim=dim) @ values
+
+
+def _sdpa_builtin(queries, keys, values, valid_lens=None):
+    keep = None if valid_lens is None else valid_lens_to_mask(valid_lens, queries.shape[1], keys.shape[1])
+    return F.scaled_dot_product_attention(queries, keys, values, attn_mask=keep)
+
+
+def check_scaled_dot_product(scaled_dot_product_attention):
+    """Check ``scaled_dot_product_attention(queries, keys, values, valid_lens=None)``
+    and print a verdict.
+
+    queries (B, L, E), keys (B, S, E), values (B, S, Ev), valid_lens None,
+    (B,) or (B, L) -> (B, L, Ev): softmax(q kᵀ / √E) v with masked keys
+    dropped. Compared with ``au.DotProductAttention`` and
+    ``F.scaled_dot_product_attention`` (with the boolean mask, True = keep).
+    """
+    return _run_checker("scaled_dot_product_attention", scaled_dot_product_attention,
+                        _scaled_dot_product_steps, [
+        "形状：(B, L, E)、(B, S, E)、(B, S, Ev) -> (B, L, Ev)，L、S、E、Ev 各不相同也对",
+        "分数除以 √E（不是 E，也不是 √Ev），softmax 在键上做，键做了转置",
+        "valid_lens 为 None、(B,)、(B, L) 时都掩蔽了正确的键；有效长度为 0 的查询输出 0",
+        f"数值：与 au.DotProductAttention、F.scaled_dot_product_attention 一致（误差 ≤ {_TOLERANCE_TEXT}）"])
+
+
+def _scaled_dot_product_steps(student):
+    name = "scaled_dot_product_attention"
+    queries = _tensor([[[1., 0.], [0., 2.]]])                  # (1, 2, 2): L = 2, E = 2
+    keys = _tensor([[[1., 1.], [2., 0.]]])                     # (1, 2, 2): S = E, so kᵀ and k both fit
+    values = _tensor([[[1., 0., 2.], [3., 1., 0.]]])           # (1, 2, 3): Ev = 3
+    example = f"queries = {_fmt(queries)}，keys = {_fmt(keys)}，values = {_fmt(values)}"
+    E = queries.shape[-1]
+
+    def variant(scale, **kwargs):
+        return _sdpa_variant(queries, keys, values, scale, **kwargs)
+
+    got = _call(student, queries, keys, values, example=example, name=name)
+    _compare(got, DotProductAttention(0)(queries, keys, values), example, known=[
+        _Known("returns-weights", "返回的是注意力权重 (B, L, S)，不是输出 (B, L, Ev)",
+               F.softmax(queries @ keys.transpose(1, 2) / math.sqrt(E), dim=-1),
+               "权重还要乘以值：weights @ values。"),
+        _Known("no-scaling", "分数没有除以 √E", variant(1.0),
+               "点积的方差随 E 增大；除以 √E 让它回到 1，softmax 才不会饱和。"),
+        _Known("divide-by-E", "分数除以了 E，应除以 √E", variant(1 / E),
+               "q·k 的标准差是 √E（方差是 E），所以除以 √E。"),
+        _Known("scale-multiplied", "分数乘以了 √E，应除以 √E", variant(math.sqrt(E)), "除以 √E。"),
+        _Known("wrong-size-scale", "除以的是 √Ev（值的维数），应是 √E（查询和键的维数）",
+               variant(1 / math.sqrt(values.shape[-1])), "用 queries.shape[-1]。"),
+        _Known("wrong-axis", "softmax 做在了查询维上，应在键维（最后一维）上",
+               variant(1 / math.sqrt(E), dim=1), "每个查询在它的 S 个键上归一化：dim=-1。"),
+        _Known("keys-not-transposed", "键没有转置：分数成了 queries @ keys，乘错了维",
+               variant(1 / math.sqrt(E), transpose=False),
+               "分数是 (B, L, E) @ (B, E, S)：keys.transpose(1, 2)。这里 S = E，所以没有报错。"),
+    ])
+    queries, keys, values = _seeded(2, 3, 2, seed=9), _seeded(2, 4, 2, seed=10), _seeded(2, 4, 5, seed=11)
+    example = "queries (2, 3, 2)、keys (2, 4, 2)、values (2, 4, 5)（固定种子的随机数），valid_lens = None"
+    got = _compare(_call(student, queries, keys, values, example=example, name=name),
+                   DotProductAttention(0)(queries, keys, values), example)
+    _compare_builtin(got, _sdpa_builtin(queries, keys, values), example, "F.scaled_dot_product_attention")
+    small = _tensor([[[1., 0.]]]), _tensor([[[1., 0.], [0., 1.], [1., 1.]]]), _tensor([[[1.], [2.], [6.]]])
+    example = "queries = {}，keys = {}，values = {}，valid_lens = tensor([{}])".format(
+        *map(_fmt, small), 2)
+    got = _call(student, *small, torch.tensor([2]), example=example, name=name)
+    _compare(got, DotProductAttention(0)(*small, torch.tensor([2])), example, known=[
+        _Known("ignores-valid-lens", "没有用 valid_lens：填充位置的键也分到了权重",
+               _sdpa_variant(*small, 1 / math.sqrt(2)),
+               "把分数交给掩蔽softmax：au.masked_softmax(scores, valid_lens)。"),
+    ])
+    for valid_lens in (torch.tensor([1, 3]), torch.tensor([[1, 2, 4], [4, 3, 1]])):
+        example = ("queries (2, 3, 2)、keys (2, 4, 2)、values (2, 4, 5)（固定种子的随机数），"
+                   f"valid_lens = {_fmt(valid_lens)}")
+        got = _call(student, queries, keys, values, valid_lens, example=example, name=name)
+        got = _compare(got, DotProductAttention(0)(queries, keys, values, valid_lens), example)
+        _compare_builtin(got, _sdpa_builtin(queries, keys, values, valid_lens), example,
+                         "F.scaled_dot_product_attention（attn_mask 为布尔掩码）")
+    queries, keys, values = small
+    example = "queries = {}，keys = {}，values = {}，valid_lens = tensor([{}])".format(
+        *map(_fmt, small), 0)
+    got = _call(student, queries, keys, values, torch.tensor([0]), example=example, name=name)
+    expected = DotProductAttention(0)(queries, keys, values, torch.tensor([0]))
+    _compare(got, expected, example, known=[
+        _Known("uniform-empty-row", "有效长度为 0 的查询得到了所有值的平均：均匀权重分给了填充位置",
+               values.mean(dim=1, keepdim=True),
+               "书中的掩蔽softmax 填 -1e6，整行都被掩蔽时给出均匀权重。一个有效的键都没有时，"
+               "输出应为 0（au.masked_softmax 与 F.scaled_dot_product_attention 都给出 0）。"),
+        _Known("nan-empty-row", "有效长度为 0 的查询得到了 NaN：整行分数都是 -inf，softmax 是 0/0",
+               torch.full_like(expected, math.nan), "用 au.masked_softmax，它把没有有效键的行置为 0。"),
+    ])
+
+
+# ---- Deck 04: splitting heads, and multi-head attention's forward --------
+
+def check_transpose_qkv(transpose_qkv, transpose_output):
+    """Check ``transpose_qkv(X, num_heads)`` and ``transpose_output(X, num_heads)``
+    together and print a verdict.
+
+    transpose_qkv: (B, n, H*d) -> (B*H, n, d), head i of sequence b in row
+    b*H + i holding columns [i*d, (i+1)*d). transpose_output undoes it:
+    (B*H, n, d) -> (B, n, H*d). Compared with the module's functions, and
+    the round trip must give X back exactly.
+    """
+    return _run_checker("transpose_qkv", transpose_qkv, _transpose_steps, [
+        "transpose_qkv：(B, n, H·d) -> (B·H, n, d)，第 b·H + i 行是序列 b 的头 i，取第 i·d 到 (i+1)·d 列",
+        "transpose_output：(B·H, n, d) -> (B, n, H·d)，正好是它的逆",
+        "往返一次得到原来的 X（torch.equal）；H = 1、H = 4，以及 B、n、d 各不相同都试过",
+        "与 au.transpose_qkv、au.transpose_output 完全相同（torch.equal）"], extra=(transpose_output,))
+
+
+def _transpose_steps(student_qkv, student_output):
+    B, n, H, d = 2, 2, 2, 2
+    X = torch.arange(16.).reshape(B, n, H * d)
+    example = "X = torch.arange(16.).reshape(2, 2, 4)，num_heads = 2（B = 2，n = 2，H = 2，d = 2）"
+    got = _call(student_qkv, X, H, example=example, name="transpose_qkv")
+    _compare(got, transpose_qkv(X, H), example, known=[
+        _Known("forgot-fold", "少了最后一步：形状是 (B, H, n, d)，头还没有并进批量维",
+               X.reshape(B, n, H, d).permute(0, 2, 1, 3),
+               "最后 reshape(B * num_heads, n, d)，一次批量矩阵乘法就能算所有的头。"),
+        _Known("heads-across-positions", "头被切到了不同的位置上：只 reshape、没有 permute",
+               X.reshape(B * H, n, d),
+               "先 reshape 成 (B, n, H, d)，再 permute(0, 2, 1, 3) 把头换到位置前面，最后才合并。"),
+        _Known("heads-interleaved", "头是交错取列的（第 c 列归头 c % H），应取连续的 d 列",
+               X.reshape(B, n, d, H).permute(0, 3, 1, 2).reshape(B * H, n, d),
+               "头 i 取第 i·d 到 (i+1)·d 列：reshape(B, n, H, d)，H 在 d 前面。"),
+        _Known("head-major", "批量维的顺序反了：第 i·B + b 行放序列 b 的头 i，应是第 b·H + i 行",
+               X.reshape(B, n, H, d).permute(2, 0, 1, 3).reshape(B * H, n, d),
+               "permute(0, 2, 1, 3)：批量在前、头在后，这样 valid_lens 用 repeat_interleave 对得上。"),
+    ], hint="对照 au.transpose_qkv 的注释，逐步打印形状。")
+    Y = torch.arange(16.).reshape(B * H, n, d)
+    example = "X = torch.arange(16.).reshape(4, 2, 2)，num_heads = 2（B·H = 4，n = 2，d = 2）"
+    got = _call(student_output, Y, H, example=example, name="transpose_output")
+    _compare(got, transpose_output(Y, H), example, known=[
+        _Known("output-heads-across-positions", "transpose_output 只 reshape、没有 permute：头没有回到特征维",
+               Y.reshape(B, n, H * d), "先 reshape 成 (B, H, n, d)，permute(0, 2, 1, 3)，再合并最后两维。"),
+        _Known("output-head-major", "transpose_output 把第 b·H + i 行当成了第 i·B + b 行",
+               Y.reshape(H, B, n, d).permute(1, 2, 0, 3).reshape(B, n, H * d),
+               "它要撤销 transpose_qkv：reshape(-1, num_heads, n, d)，批量在前。"),
+        _Known("output-interleaved", "transpose_output 把各头的列交错放回，应把每个头的 d 列连续放",
+               Y.reshape(B, H, n, d).permute(0, 2, 3, 1).reshape(B, n, H * d),
+               "permute(0, 2, 1, 3)：(B, n, H, d)，再合并成 H·d。"),
+    ], hint="transpose_output 要正好撤销 transpose_qkv。")
+    for B, n, H, d in ((2, 3, 1, 4), (3, 5, 4, 3)):
+        X = _seeded(B, n, H * d, seed=12)
+        example = f"X 形状 ({B}, {n}, {H * d})（固定种子的随机数），num_heads = {H}"
+        got = _call(student_qkv, X, H, example=example, name="transpose_qkv")
+        got = _compare(got, transpose_qkv(X, H), example, hint="检查是否把某个大小写死了（如 2）。")
+        if not torch.equal(got, transpose_qkv(X, H)):            # moving numbers never rounds them
+            raise _Mistake("not-exact", "与 au.transpose_qkv 只是接近、不完全相同：数值被算过了", example,
+                           hint="只用 reshape 和 permute 搬动数，不做任何运算。")
+        back = _as_tensor(_call(student_output, got, H, example=example, name="transpose_output"), example)
+        if not (back.shape == X.shape and torch.equal(back, X)):
+            raise _Mistake("round-trip", "往返一次没有得到原来的 X：transpose_output 不是 transpose_qkv 的逆",
+                           example, hint="transpose_output(transpose_qkv(X, H), H) 应与 X 完全相同。")
+
+
+def _multihead_variant(mha, queries, keys, values, valid_lens, split=True, permute=True,
+                       repeat=torch.repeat_interleave, project_output=True, key_weight=None):
+    """Multi-head attention's forward with the knobs the known mistakes turn."""
+    H = mha.num_heads if split else 1
+
+    def heads(X):                                              # (B, n, h) -> (B*H, n, h/H)
+        if permute:
+            return transpose_qkv(X, H)
+        return X.reshape(X.shape[0] * H, X.shape[1], -1)
+
+    q = heads(mha.W_q(queries))
+    k = heads((mha.W_k if key_weight is None else key_weight)(keys))
+    v = heads(mha.W_v(values))
+    lens = None if valid_lens is None else repeat(valid_lens, H, dim=0)
+    output = DotProductAttention(0)(q, k, v, lens)               # (B*H, L, d)
+    output = (transpose_output(output, H) if permute
+              else output.reshape(queries.shape[0], queries.shape[1], -1))  # (B, L, h)
+    return mha.W_o(output) if project_output else output
+
+
+def _repeat_whole(valid_lens, times, dim=0):
+    """The mistake: [l0, l1] -> [l0, l1, l0, l1] instead of [l0, l0, l1, l1]."""
+    return valid_lens.repeat(times, *([1] * (valid_lens.dim() - 1)))
+
+
+def check_multihead_forward(multihead_forward):
+    """Check ``multihead_forward(mha, queries, keys, values, valid_lens)`` and
+    print a verdict.
+
+    The student writes the forward pass of an ``au.MultiHeadAttention``
+    ``mha`` from its parts: ``mha.W_q``, ``mha.W_k``, ``mha.W_v``,
+    ``mha.W_o``, ``mha.num_heads`` and ``mha.attention`` (scaled dot-product
+    attention over (B*H, ., d)). queries (B, L, ·), keys (B, S, ·),
+    values (B, S, ·), valid_lens None, (B,) or (B, L) -> (B, L, h).
+    Compared with ``mha`` itself and with ``nn.MultiheadAttention`` holding
+    the same weights.
+    """
+    return _run_checker("multihead_forward", multihead_forward, _multihead_steps, [
+        "形状：(B, L, h)；先用 W_q、W_k、W_v 投影，再把头并进批量维，最后合并并乘 W_o",
+        "每个头在自己的 d = h/H 维上做缩放点积（除以 √d，不是 √h）",
+        "valid_lens 为 None、(B,)、(B, L) 时，每个头都掩蔽自己序列的填充（repeat_interleave）",
+        f"数值：与 au.MultiHeadAttention、复制了权重的 nn.MultiheadAttention 一致（误差 ≤ {_TOLERANCE_TEXT}）"])
+
+
+def _multihead_steps(student):
+    name = "multihead_forward"
+    mha = MultiHeadAttention(4, 4, 4, num_hiddens=4, num_heads=2, dropout=0).eval()
+    queries, keys, values = _seeded(2, 1, 4, seed=13), _seeded(2, 3, 4, seed=14), _seeded(2, 3, 4, seed=15)
+    inputs = ("mha = au.MultiHeadAttention(4, 4, 4, num_hiddens=4, num_heads=2, dropout=0)，"
+              "queries (2, 1, 4)、keys (2, 3, 4)、values (2, 3, 4)（固定种子的随机数）")
+    example = inputs + "，valid_lens = None"
+
+    def variant(valid_lens=None, **kwargs):
+        return _multihead_variant(mha, queries, keys, values, valid_lens, **kwargs)
+
+    got = _call(student, mha, queries, keys, values, None, example=example, name=name)
+    _compare(got, mha(queries, keys, values), example, known=[
+        _Known("no-output-projection", "最后没有乘 W_o：各头的输出拼起来就返回了", variant(project_output=False),
+               "把各头拼接之后，还要经过输出投影 mha.W_o，让各头的信息混合。"),
+        _Known("no-head-split", "没有分头：在整个 h 维上只做了一次点积（等于除以 √h 而不是 √d）",
+               variant(split=False), "投影之后用 transpose_qkv 把 h 维切成 H 个 d 维的头，每个头各做一次注意力。"),
+        _Known("heads-across-positions", "头被切到了不同的位置上：只 reshape、没有 permute",
+               variant(permute=False), "用 au.transpose_qkv / au.transpose_output，或先 permute 再合并。"),
+        _Known("keys-projected-with-W_q", "键用 W_q 投影了，应当用 W_k", variant(key_weight=mha.W_q),
+               "查询、键、值各有自己的投影：W_q、W_k、W_v。"),
+    ], hint="逐步对照 au.MultiHeadAttention.forward 的注释。")
+    for valid_lens in (torch.tensor([1, 3]), torch.tensor([[2], [1]])):
+        example = (inputs + f"，valid_lens = {_fmt(valid_lens)}"
+                   f"（每{'个序列' if valid_lens.dim() == 1 else '个查询'}一个长度）")
+        try:
+            got = _call(student, mha, queries, keys, values, valid_lens, example=example, name=name)
+        except _StudentRaised as raised:
+            if "valid_lens" not in str(raised.error):
+                raise
+            raise _Mistake("lens-not-repeated", "valid_lens 的形状与 B·H 个头对不上", example,
+                           error=raised.error,
+                           hint="头并进了批量维，valid_lens 也要跟着重复：第 b·H + i 行是序列 b 的头 i，"
+                           "所以用 valid_lens.repeat_interleave(num_heads, dim=0)。") from None
+        _compare(got, mha(queries, keys, values, valid_lens), example, known=[
+            _Known("repeat-not-interleave", "valid_lens 用 repeat 重复了：头拿到了别的序列的有效长度",
+                   variant(valid_lens, repeat=_repeat_whole),
+                   "第 b·H + i 行是序列 b 的头 i，长度要写成 [l0, l0, l1, l1]：repeat_interleave，"
+                   "而 repeat 得到 [l0, l1, l0, l1]。"),
+            _Known("ignores-valid-lens", "没有把 valid_lens 传给注意力：填充位置的键也分到了权重",
+                   variant(None), "把重复过的 valid_lens 传给 mha.attention。"),
+        ])
+    valid_lens = torch.tensor([1, 3])
+    example = inputs + "，valid_lens = [1, 3]，与 nn.MultiheadAttention(4, 2, bias=False, batch_first=True) 对照"
+    got = _as_tensor(_call(student, mha, queries, keys, values, valid_lens, example=example, name=name), example)
+    _compare_builtin(got, _torch_multihead(mha, queries, keys, values, valid_lens), example,
+                     "nn.MultiheadAttention（复制了权重，key_padding_mask 为 True 表示忽略）")
+
+
+def _torch_multihead(mha, queries, keys, values, valid_lens):
+    """nn.MultiheadAttention with ``mha``'s weights; its key_padding_mask is
+    True where a key is IGNORED, the opposite of this module's masks."""
+    h = mha.W_o.out_features
+    torch_mha = nn.MultiheadAttention(h, mha.num_heads, bias=False, batch_first=True).eval()
+    torch_mha.in_proj_weight.copy_(torch.cat([mha.W_q.weight, mha.W_k.weight, mha.W_v.weight]))
+    torch_mha.out_proj.weight.copy_(mha.W_o.weight)
+    ignore = ~valid_lens_to_mask(valid_lens, 1, keys.shape[1])[:, 0]  # (B, S)
+    return torch_mha(queries, keys, values, key_padding_mask=ignore, need_weights=False)[0]
+
+
+# ---- Deck 05: sinusoidal positional encoding, and a causal mask ----------
+
+def _encoding_variant(num_steps, num_hiddens, base=10000, exponent_step=2, first_position=0,
+                      swap=False, interleave=True):
+    """Sinusoidal encodings (num_steps, num_hiddens) with the knobs the known
+    mistakes turn; the defaults give the right one for even num_hiddens."""
+    position = torch.arange(first_position, first_position + num_steps, dtype=torch.float32)[:, None]
+    i = torch.arange(num_hiddens // 2, dtype=torch.float32)   # pair index
+    angles = position / base ** (exponent_step * i / num_hiddens)  # (num_steps, h/2)
+    even, odd = (angles.cos(), angles.sin()) if swap else (angles.sin(), angles.cos())
+    if not interleave:
+        return torch.cat([even, odd], dim=1)                   # [sin ..., cos ...]
+    return torch.stack([even, odd], dim=2).reshape(num_steps, -1)  # sin, cos, sin, cos, ...
+
+
+def check_positional_encoding(positional_encoding):
+    """Check ``positional_encoding(num_steps, num_hiddens)`` and print a verdict.
+
+    Returns P (num_steps, num_hiddens): P[pos, 2i] = sin(pos / 10000^(2i/d)),
+    P[pos, 2i+1] = cos(pos / 10000^(2i/d)), positions 0, 1, ...; an odd d
+    has one more sin column than cos. Compared with the module's
+    ``PositionalEncoding(...).P[0]``.
+    """
+    return _run_checker("positional_encoding", positional_encoding, _positional_encoding_steps, [
+        "形状：(num_steps, num_hiddens)，没有批量维",
+        "偶数列是 sin、奇数列是 cos，交错排列；位置从 0 开始；频率 1/10000^(2i/d)",
+        "num_hiddens 为奇数时最后一列是 sin",
+        f"数值：与 au.PositionalEncoding 的 P 一致（50 个位置、16 维，误差 ≤ {_TOLERANCE_TEXT}）"])
+
+
+def _positional_encoding_steps(student):
+    name = "positional_encoding"
+    example = "num_steps = 3，num_hiddens = 4"
+    expected = PositionalEncoding(4, 0, max_len=3).P[0]
+    got = _call(student, 3, 4, example=example, name=name)
+    _compare(got, expected, example, known=[
+        _Known("extra-batch-dim", "多了一个批量维：形状 (1, num_steps, num_hiddens)，应为 (num_steps, num_hiddens)",
+               expected[None], "返回 P 本身即可；PositionalEncoding 里的 P[:, :n] 是给加到 (B, n, h) 上用的。"),
+        _Known("sin-cos-swapped", "sin 与 cos 放反了：偶数列应是 sin，奇数列是 cos",
+               _encoding_variant(3, 4, swap=True), "第 0 个位置的编码应是 [0, 1, 0, 1]：sin 0 = 0，cos 0 = 1。"),
+        _Known("exponent-i-over-d", "指数写成了 i/d，应为 2i/d（i 是第几对列）",
+               _encoding_variant(3, 4, exponent_step=1),
+               "第 i 对列的频率是 1/10000^(2i/d)：最后一对的周期接近 2π·10000。"),
+        _Known("wrong-base", "底数不是 10000（这里用了 1000）", _encoding_variant(3, 4, base=1000),
+               "频率是 1/10000^(2i/d)。"),
+        _Known("positions-from-1", "位置从 1 开始了，应从 0 开始", _encoding_variant(3, 4, first_position=1),
+               "第一个词元的位置是 0：torch.arange(num_steps)。"),
+        _Known("halves-concatenated", "sin 和 cos 各占一半拼接，应交错排列（sin, cos, sin, cos, …）",
+               _encoding_variant(3, 4, interleave=False), "P[:, 0::2] = sin(...)，P[:, 1::2] = cos(...)。"),
+    ], hint="第 0 个位置应为 [0, 1, 0, 1]；逐列对照公式。")
+    example = "num_steps = 50，num_hiddens = 16"
+    _compare(_call(student, 50, 16, example=example, name=name), PositionalEncoding(16, 0, max_len=50).P[0],
+             example)
+    example = "num_steps = 3，num_hiddens = 5（奇数）"
+    try:
+        got = _call(student, 3, 5, example=example, name=name)
+    except _StudentRaised as raised:
+        if isinstance(raised.error, NotImplementedError):
+            raise
+        raise _Mistake("odd-hiddens", "num_hiddens 为奇数时出错", example, error=raised.error,
+                       hint="d 为奇数时 sin 有 ⌈d/2⌉ 列、cos 只有 ⌊d/2⌋ 列：cos 只取前 d // 2 列的角度。") from None
+    _compare(got, PositionalEncoding(5, 0, max_len=3).P[0], example,
+             hint="d 为奇数时 sin 有 ⌈d/2⌉ 列、cos 只有 ⌊d/2⌋ 列，最后一列是 sin。")
+
+
+def _causal_reference(num_steps):
+    """The module's causal mask: query t keeps keys 0..t (True = allowed)."""
+    return valid_lens_to_mask(causal_valid_lens(1, num_steps), num_steps, num_steps)[0]
+
+
+def check_causal_mask(causal_mask):
+    """Check ``causal_mask(num_steps)`` and print a verdict.
+
+    Returns a bool (L, S) = (num_steps, num_steps) mask, True where query t
+    may attend to key s, i.e. s <= t (the module's and
+    ``F.scaled_dot_product_attention``'s convention; ``nn.MultiheadAttention``'s
+    ``attn_mask`` and ``torch.triu`` masks mean the opposite). Compared with
+    the module's mask and with ``F.scaled_dot_product_attention(is_causal=True)``.
+    """
+    return _run_checker("causal_mask", causal_mask, _causal_mask_steps, [
+        "形状 (num_steps, num_steps)，类型 torch.bool，True 表示允许关注",
+        "查询 t 能看到键 0 .. t（含自己），看不到未来；num_steps = 1、3、5 都试过",
+        "与 au.causal_valid_lens 得到的掩码完全相同（torch.equal）",
+        f"作为 attn_mask 交给 F.scaled_dot_product_attention，与 is_causal=True 一致（误差 ≤ {_TOLERANCE_TEXT}）"])
+
+
+def _causal_mask_steps(student):
+    name = "causal_mask"
+    example = "num_steps = 3"
+    expected = _causal_reference(3)
+    got = _as_tensor(_call(student, 3, example=example, name=name), example, "一个布尔张量")
+    if got.shape != (3, 3):
+        raise _Mistake("wrong-shape", f"形状不对：应为 (3, 3)，你的结果是 {tuple(got.shape)}", example, got,
+                       expected, "一个查询一行、一个键一列：(num_steps, num_steps)，不要批量维。")
+    if got.is_floating_point() and torch.equal(got, torch.zeros(3, 3).masked_fill(~expected, -math.inf)):
+        raise _Mistake("additive-float-mask", "返回的是浮点的加性掩码（0 与 -inf，nn.Transformer 的写法），"
+                       "本课程用布尔掩码", example, got, expected,
+                       "返回 torch.bool 张量，True 表示允许关注，可直接作为 F.scaled_dot_product_attention 的 attn_mask。")
+    if got.dtype != torch.bool:
+        values_right = torch.equal(got != 0, expected) and bool(((got == 0) | (got == 1)).all())
+        raise _Mistake("not-bool", f"类型是 {got.dtype}，应为 torch.bool" + ("（值是对的）" if values_right else ""),
+                       example, got, expected,
+                       "torch.tril(torch.ones(n, n, dtype=torch.bool))，或用比较运算得到布尔张量。")
+    ones = torch.ones(3, 3, dtype=torch.bool)
+    for code, title, wrong, hint in [
+        ("future-allowed", "能看到未来：掩码是上三角（转置了），查询 0 看到了所有的键", ones.triu(),
+         "查询 t（第 t 行）只能看键 0 .. t：下三角，torch.tril。"),
+        ("polarity-flipped", "True 与 False 反了：True 标的是要忽略的未来（nn.MultiheadAttention 的 attn_mask "
+         "和 torch.triu 的写法）", ones.triu(1),
+         "本课程和 F.scaled_dot_product_attention 约定 True 表示允许关注；取反即可：~mask。"),
+        ("diagonal-excluded", "对角线被挡住了：查询 t 看不到它自己（第 t 个键）", ones.tril(-1),
+         "自注意力里查询 t 可以看自己：torch.tril 的 diagonal=0。"),
+        ("off-by-one", "多看了一步：查询 t 能看到键 t+1", ones.tril(1), "torch.tril 的 diagonal 应为 0。"),
+        ("no-mask", "全为 True：没有挡住任何未来的位置", ones, "查询 t 只能看键 0 .. t：下三角。"),
+    ]:
+        if torch.equal(got, wrong):
+            raise _Mistake(code, title, example, got, expected, hint)
+    if not torch.equal(got, expected):
+        raise _Mistake("wrong-values", "掩码不对", example, got, expected, "查询 t（第 t 行）允许键 0 .. t。")
+    for num_steps in (1, 5):
+        example = f"num_steps = {num_steps}"
+        got = _as_tensor(_call(student, num_steps, example=example, name=name), example, "一个布尔张量")
+        if not (got.shape == (num_steps, num_steps) and torch.equal(got, _causal_reference(num_steps))):
+            raise _Mistake("wrong-values", "这个长度下掩码不对（是否把长度写死了？）", example, got,
+                           _causal_reference(num_steps), "查询 t（第 t 行）允许键 0 .. t。")
+    queries, keys, values = _seeded(1, 5, 2, seed=16), _seeded(1, 5, 2, seed=17), _seeded(1, 5, 3, seed=18)
+    example = "num_steps = 5，作为 F.scaled_dot_product_attention 的 attn_mask"
+    _compare_builtin(F.scaled_dot_product_attention(queries, keys, values, attn_mask=got),
+                     F.scaled_dot_product_attention(queries, keys, values, is_causal=True), example,
+                     "F.scaled_dot_product_attention(is_causal=True)")
+
+
+# ---- Deck 06: additive scores, and one step of the Bahdanau decoder ------
+
+def _additive_variant(queries, keys, W_q, W_k, w_v, tanh=torch.tanh, apart=False, w_v_first=False):
+    """Additive scores (B, L, S) with the knobs the known mistakes turn."""
+    q, k = W_q(queries), W_k(keys)                             # (B, L, h), (B, S, h)
+    if apart:                                                  # tanh of each, then add
+        features = tanh(q).unsqueeze(2) + tanh(k).unsqueeze(1)
+    elif w_v_first:
+        return tanh(w_v(q.unsqueeze(2) + k.unsqueeze(1)).squeeze(-1))
+    else:
+        features = tanh(q.unsqueeze(2) + k.unsqueeze(1))       # (B, L, S, h)
+    return w_v(features).squeeze(-1)                           # (B, L, S)
+
+
+def check_additive_scores(additive_scores):
+    """Check ``additive_scores(queries, keys, W_q, W_k, w_v)`` and print a verdict.
+
+    queries (B, L, query_size), keys (B, S, key_size); W_q, W_k, w_v the
+    ``nn.Linear`` layers of an ``au.AdditiveAttention`` -> scores (B, L, S),
+    score[b, l, s] = w_vᵀ tanh(W_q q_l + W_k k_s), before any softmax. The
+    scores' masked softmax is compared with the attention weights of the
+    module's ``AdditiveAttention`` holding those layers.
+    """
+    return _run_checker("additive_scores", additive_scores, _additive_scores_steps, [
+        "形状：(B, L, S)，每个查询与每个键配对（广播），L ≠ S 也对",
+        "tanh 在 W_q q + W_k k 之和上，w_v 在 tanh 之后；返回的是分数，不是 softmax 之后的权重",
+        f"数值：掩蔽softmax 之后与 au.AdditiveAttention 的 attention_weights 一致（误差 ≤ {_TOLERANCE_TEXT}）"])
+
+
+def _additive_scores_steps(student):
+    name = "additive_scores"
+    attention = AdditiveAttention(key_size=3, query_size=2, num_hiddens=4, dropout=0).eval()
+    W_q, W_k, w_v = attention.W_q, attention.W_k, attention.w_v
+    queries, keys = _tensor([[[1., 0.], [0., 2.]]]), _tensor([[[1., 0., 1.], [0., 1., -1.]]])  # L = S = 2
+    example = (f"queries = {_fmt(queries)}，keys = {_fmt(keys)}；W_q、W_k、w_v 取自 "
+               "au.AdditiveAttention(key_size=3, query_size=2, num_hiddens=4, dropout=0)（固定种子）")
+
+    def variant(**kwargs):
+        return _additive_variant(queries, keys, W_q, W_k, w_v, **kwargs)
+
+    expected = variant()
+    got = _call(student, queries, keys, W_q, W_k, w_v, example=example, name=name)
+    elementwise = w_v(torch.tanh(W_q(queries) + W_k(keys)))    # pairs (l, l) only: (B, L, 1)
+    _compare(got, expected, example, known=[
+        _Known("not-broadcast", "只把第 l 个查询和第 l 个键配了对（逐元素相加），没有让每个查询遇到每个键",
+               elementwise.squeeze(-1), "queries.unsqueeze(2) + keys.unsqueeze(1)：(B, L, 1, h) + (B, 1, S, h) "
+               "-> (B, L, S, h)。这里 L = S，所以没有报错。"),
+        _Known("not-broadcast", "只把第 l 个查询和第 l 个键配了对（逐元素相加），没有让每个查询遇到每个键",
+               elementwise, "queries.unsqueeze(2) + keys.unsqueeze(1)：(B, L, 1, h) + (B, 1, S, h) -> (B, L, S, h)。"),
+        _Known("kept-last-dim", "形状多了最后一维 (B, L, S, 1)：w_v 的输出还要去掉最后一维",
+               expected[..., None], "w_v(features).squeeze(-1)。"),
+        _Known("no-tanh", "没有 tanh：分数成了 W_q q 与 W_k k 的线性函数", variant(tanh=lambda x: x),
+               "没有 tanh，w_vᵀ(W_q q + W_k k) = w_vᵀW_q q + w_vᵀW_k k，第一项在 softmax 里被消掉，"
+               "权重就与查询无关了。"),
+        _Known("w_v-before-tanh", "先乘 w_v 再取 tanh，顺序反了", variant(w_v_first=True),
+               "a(q, k) = w_vᵀ tanh(W_q q + W_k k)：tanh 在里面。"),
+        _Known("tanh-apart", "对 W_q q 和 W_k k 分别取 tanh 再相加：tanh 应作用在它们的和上",
+               variant(apart=True), "先相加，再 tanh：tanh(W_q q + W_k k)。"),
+        _Known("returns-weights", "返回的是 softmax 之后的权重，不是分数", F.softmax(expected, dim=-1),
+               "评分函数只给分数；softmax（以及掩蔽）由 masked_softmax 来做。"),
+        _Known("transposed", "分数转置了：第 s 行第 l 列放的是查询 l 与键 s 的分数",
+               expected.transpose(1, 2), "queries.unsqueeze(2) + keys.unsqueeze(1)：查询在第 1 维，键在第 2 维。"),
+    ], hint="a(q, k) = w_vᵀ tanh(W_q q + W_k k)，逐步打印形状。")
+    queries, keys, valid_lens = _seeded(2, 3, 2, seed=19), _seeded(2, 5, 3, seed=20), torch.tensor([2, 5])
+    example = "queries (2, 3, 2)、keys (2, 5, 3)（固定种子的随机数；L ≠ S）"
+    got = _compare(_call(student, queries, keys, W_q, W_k, w_v, example=example, name=name),
+                   _additive_variant(queries, keys, W_q, W_k, w_v), example)
+    attention(queries, keys, torch.zeros(2, 5, 1), valid_lens)  # the module's weights for these layers
+    _compare_builtin(masked_softmax(got, valid_lens), attention.attention_weights, example,
+                     "au.AdditiveAttention（被掩蔽softmax 之后的权重）")
+
+
+def _bahdanau_variant(decoder, X_t, state, query_layer=-1, query_from_encoder=False,
+                      use_lens=True, context_first=True):
+    """One step of a Seq2SeqAttentionDecoder with the knobs the known mistakes
+    turn -> logits (B, vocab), the GRU's output (B, h), attention weights (B, 1, S)."""
+    enc_outputs, hidden_state, enc_valid_lens = state
+    query = (enc_outputs[:, -1:] if query_from_encoder
+             else hidden_state[query_layer].unsqueeze(1))      # (B, 1, h)
+    context = decoder.attention(query, enc_outputs, enc_outputs,
+                                enc_valid_lens if use_lens else None)  # (B, 1, h)
+    x = decoder.embedding(X_t).unsqueeze(1)                    # (B, 1, embed)
+    x = torch.cat((context, x) if context_first else (x, context), dim=-1)
+    out, hidden_state = decoder.rnn(x.permute(1, 0, 2), hidden_state)  # (1, B, h)
+    return decoder.dense(out[0]), out[0], decoder.attention.attention_weights
+
+
+def check_bahdanau_step(bahdanau_step):
+    """Check ``bahdanau_step(decoder, X_t, state)`` and print a verdict.
+
+    One step of an ``au.Seq2SeqAttentionDecoder`` written from its parts
+    (``decoder.attention``, ``.embedding``, ``.rnn``, ``.dense``): X_t (B,)
+    token indices, state ``[enc_outputs (B, S, h), hidden_state
+    (num_layers, B, h), enc_valid_lens (B,)]`` -> ``(logits (B, vocab_size),
+    new_state)`` with the new state in the same form. The query is the
+    previous top-layer hidden state. The attention weights the step leaves
+    in ``decoder.attention`` are checked first, then the logits against the
+    module's ``decoder(X_t[:, None], state)``, one step and three in a row.
+    """
+    return _run_checker("bahdanau_step", bahdanau_step, _bahdanau_steps, [
+        "返回 (logits (B, vocab_size), 新状态)，新状态仍是 [enc_outputs, hidden_state, enc_valid_lens]",
+        "注意力权重：查询是上一步解码器最顶层的隐状态，编码器的填充位置权重为 0",
+        "上下文变量在嵌入之前拼接；连续走 3 步，每一步的上下文都随新的隐状态更新",
+        f"数值：与 au.Seq2SeqAttentionDecoder 一次解码一步、三步的输出一致（误差 ≤ {_TOLERANCE_TEXT}）"])
+
+
+def _bahdanau_steps(student):
+    name = "bahdanau_step"
+    decoder = Seq2SeqAttentionDecoder(vocab_size=6, embed_size=3, num_hiddens=4, num_layers=2).eval()
+    for parameter in decoder.attention.parameters():
+        parameter.mul_(3)                                      # sharper weights: mistakes show in them
+    enc_outputs, hidden_state = 2 * _seeded(2, 3, 4, seed=21), _seeded(2, 2, 4, seed=22)
+    enc_valid_lens, X_t = torch.tensor([2, 3]), torch.tensor([1, 4])
+    inputs = ("decoder = au.Seq2SeqAttentionDecoder(vocab_size=6, embed_size=3, num_hiddens=4, "
+              "num_layers=2)（固定种子），state = [enc_outputs (2, 3, 4)，hidden_state (2, 2, 4)，"
+              "enc_valid_lens = [2, 3]]")
+    example = inputs + "，X_t = [1, 4]"
+
+    def state():                                               # a fresh copy for every call
+        return [enc_outputs.clone(), hidden_state.clone(), enc_valid_lens.clone()]
+
+    def variant(**kwargs):
+        return _bahdanau_variant(decoder, X_t, state(), **kwargs)
+
+    decoder.attention.attention_weights = None
+    got = _call(student, decoder, X_t, state(), example=example, name=name)
+    weights = decoder.attention.attention_weights              # what the student's step attended to
+    logits, new_state = _step_result(got, example)
+    Y, expected_state = decoder(X_t[:, None], state())         # (B, 1, vocab)
+    if weights is not None:
+        _compare(weights, decoder.attention.attention_weights, example + "（比较的是注意力权重 (B, 1, S)）", known=[
+            _Known("query-bottom-layer", "查询用的是最底层的隐状态 hidden_state[0]，应是最顶层 hidden_state[-1]",
+                   variant(query_layer=0)[2], "多层 GRU 的最后一层才是解码器的输出表示：hidden_state[-1]。"),
+            _Known("query-from-encoder", "查询用的是编码器最后一步的输出，应是解码器上一步的隐状态",
+                   variant(query_from_encoder=True)[2],
+                   "每一步的查询都是解码器自己上一步的隐状态，这样每步关注的源词元才会变。"),
+            _Known("padding-not-masked", "没有掩蔽编码器的填充：第 0 个序列的第 3 个键（填充）分到了权重",
+                   variant(use_lens=False)[2],
+                   "decoder.attention(query, enc_outputs, enc_outputs, enc_valid_lens)。"),
+        ], hint="查询是 hidden_state[-1].unsqueeze(1)，键和值都是 enc_outputs，并传入 enc_valid_lens。")
+    _compare(logits, Y[:, 0], example, known=[
+        _Known("concat-order", "上下文变量与嵌入拼接的顺序反了：应是 [上下文, 嵌入]",
+               variant(context_first=False)[0],
+               "torch.cat((context, embedding), dim=-1)：GRU 的权重按这个顺序训练（与书中一致）。"),
+        _Known("no-dense", "返回的是 GRU 的输出，忘了输出层 decoder.dense", variant()[1],
+               "logits = decoder.dense(GRU 这一步的输出)。"),
+    ], hint="对照 au.Seq2SeqAttentionDecoder.forward 的循环体，一步一步打印形状。")
+    new_hidden = _as_tensor(new_state[1], example)
+    if new_hidden.shape == hidden_state.shape and torch.allclose(new_hidden, hidden_state):
+        raise _Mistake("state-not-updated", "返回的状态里还是旧的隐状态：下一步会用同一个查询，上下文变量就不会更新",
+                       example, hint="把 GRU 返回的新隐状态放进新状态：[enc_outputs, new_hidden_state, enc_valid_lens]。")
+    _compare(new_hidden, expected_state[1], example, hint="新状态的第二项是 GRU 返回的新隐状态 (num_layers, B, h)。")
+    X = torch.tensor([[1, 2, 5], [4, 0, 3]])
+    example = inputs + "，X = [[1, 2, 5], [4, 0, 3]]：连续走 3 步，每步把你返回的状态传给下一步"
+    current, outputs = state(), []
+    for t in range(X.shape[1]):
+        logits, current = _step_result(_call(student, decoder, X[:, t], current, example=example, name=name),
+                                       example)
+        outputs.append(_as_tensor(logits, example))
+    _compare(torch.stack(outputs, dim=1), decoder(X, state())[0], example,
+             hint="每一步都要把上一步返回的新状态传进来，并用它的隐状态作查询。")
+
+
+def _step_result(got, example):
+    if not (isinstance(got, (tuple, list)) and len(got) == 2):
+        raise _Mistake("not-a-pair", "应返回两个值 (logits, new_state)", example,
+                       hint="return logits, [enc_outputs, hidden_state, enc_valid_lens]")
+    logits, new_state = got
+    if not (isinstance(new_state, (tuple, list)) and len(new_state) == 3):
+        raise _Mistake("bad-state", "新状态应是 [enc_outputs, hidden_state, enc_valid_lens] 三项", example,
+                       hint="与 decoder.init_state 返回的形式相同，下一步才能接着用。")
+    return logits, new_state
+
+
+# ---- Deck 07: AddNorm (post-norm) and pre-norm ---------------------------
+
+def _normalise_over(Z, dims, norm):
+    """Standardise Z over ``dims`` (the biased variance, as LayerNorm), then
+    apply norm's weight and bias: the mistake of normalising the wrong axes."""
+    mean = Z.mean(dim=dims, keepdim=True)
+    variance = Z.var(dim=dims, keepdim=True, unbiased=False)
+    return (Z - mean) / torch.sqrt(variance + norm.eps) * norm.weight + norm.bias
+
+
+def _course_norm(h, seed):
+    """A LayerNorm whose weight and bias are not 1 and 0, so using them shows."""
+    norm = nn.LayerNorm(h)
+    norm.weight.copy_(1 + 0.5 * _seeded(h, seed=seed))
+    norm.bias.copy_(0.5 * _seeded(h, seed=seed + 1))
+    return norm
+
+
+def _encoder_layer(norm_first):
+    """A tiny nn.TransformerEncoderLayer (h = 4, 2 heads) without dropout."""
+    return nn.TransformerEncoderLayer(4, 2, dim_feedforward=8, dropout=0.0, batch_first=True,
+                                      norm_first=norm_first).eval()
+
+
+def _sublayers(layer):
+    """The two sublayers of an nn.TransformerEncoderLayer, as functions of X."""
+    def self_attention(X):
+        return layer.self_attn(X, X, X, need_weights=False)[0]
+
+    def ffn(X):
+        return layer.linear2(layer.activation(layer.linear1(X)))
+    return self_attention, ffn
+
+
+def check_add_norm(add_norm):
+    """Check ``add_norm(X, Y, norm, dropout)`` and print a verdict.
+
+    Post-norm, as the paper and ``au.AddNorm``: ``norm(X + dropout(Y))``,
+    X the block's input and Y its sublayer's output, both (B, n, h);
+    ``norm`` an ``nn.LayerNorm(h)``, ``dropout`` an ``nn.Dropout``. Compared
+    with ``au.AddNorm`` and, chained twice, with
+    ``nn.TransformerEncoderLayer(norm_first=False)``.
+    """
+    return _run_checker("add_norm", add_norm, _add_norm_steps, [
+        "先相加（残差连接），再层规范化：norm(X + dropout(Y))；用了 norm 自己的 weight 与 bias",
+        "层规范化在每个位置自己的 h 个特征上做（不是在批量或位置上）",
+        "dropout 作用在子层的输出 Y 上，不作用在 X 上，也不在规范化之后；没有改动 X、Y",
+        f"数值：与 au.AddNorm、nn.TransformerEncoderLayer(norm_first=False) 一致（误差 ≤ {_TOLERANCE_TEXT}）"])
+
+
+def _add_norm_steps(student):
+    name = "add_norm"
+    norm, keep_all = _course_norm(3, seed=23), nn.Dropout(0.0)
+    X = _tensor([[[1., 2., 0.], [0., -1., 3.]], [[2., 2., 1.], [1., 0., 0.]]])  # (B, n, h) = (2, 2, 3)
+    Y = _tensor([[[0., 1., 1.], [2., 0., -1.]], [[1., -1., 0.], [0., 3., 1.]]])
+    inputs = f"X = {_fmt(X)}，Y = {_fmt(Y)}，norm = nn.LayerNorm(3)（weight、bias 不是 1 和 0）"
+    example = inputs + "，dropout = nn.Dropout(0)"
+    got = _call(student, X, Y, norm, keep_all, example=example, name=name)
+    _compare(got, norm(X + Y), example, known=[
+        _Known("no-residual", "忘了残差连接：只规范化了子层的输出 Y", norm(Y),
+               "AddNorm 先把块的输入 X 加回来：norm(X + dropout(Y))。"),
+        _Known("no-norm", "只做了相加，没有层规范化", X + Y, "相加之后调用 norm。"),
+        _Known("norm-before-add", "先规范化再相加（那是 pre-norm 的位置）：norm 应作用在和上", X + norm(Y),
+               "post-norm：norm(X + dropout(Y))。"),
+        _Known("norm-before-add", "先规范化再相加：norm 应作用在 X + Y 上", norm(X) + Y,
+               "post-norm：norm(X + dropout(Y))。"),
+        _Known("norm-over-batch", "在批量维上规范化了（像批量规范化）：层规范化只用每个位置自己的特征",
+               _normalise_over(X + Y, (0,), norm), "用 norm（nn.LayerNorm(h)），它在最后一维上求均值和方差。"),
+        _Known("norm-over-positions", "在位置维上规范化了：层规范化只用每个位置自己的 h 个特征",
+               _normalise_over(X + Y, (1,), norm), "用 norm（nn.LayerNorm(h)），它在最后一维上求均值和方差。"),
+        _Known("norm-over-batch", "在批量和位置上一起规范化了（批量规范化的做法）",
+               _normalise_over(X + Y, (0, 1), norm), "用 norm（nn.LayerNorm(h)），它在最后一维上求均值和方差。"),
+        _Known("norm-over-positions", "把整个句子的 n × h 个数一起规范化了：层规范化只用每个位置自己的特征",
+               _normalise_over(X + Y, (1, 2), norm), "用 norm（nn.LayerNorm(h)），它在最后一维上求均值和方差。"),
+        _Known("norm-params-ignored", "没有用 norm 的 weight 和 bias（自己写了标准化）",
+               F.layer_norm(X + Y, (3,)), "直接调用 norm(...)：学到的缩放和偏移也是层规范化的一部分。"),
+        _Known("unbiased-variance", "方差除以了 n-1（std/var 的默认），层规范化除以 n",
+               (X + Y - (X + Y).mean(-1, keepdim=True)) / (X + Y).std(-1, keepdim=True) * norm.weight + norm.bias,
+               "直接调用 norm(...)；自己写时用 var(unbiased=False)，并加上 eps。"),
+    ], hint="post-norm：norm(X + dropout(Y))。")
+    drop_all = nn.Dropout(1.0).train()                         # p = 1: dropout(Z) is all zeros
+    example = inputs + "，dropout = nn.Dropout(1.0)（训练模式：全部丢弃，dropout(Z) 全为 0）"
+    got = _call(student, X, Y, norm, drop_all, example=example, name=name)
+    _compare(got, norm(X), example, known=[
+        _Known("dropout-on-X", "dropout 作用在了 X 上，应作用在子层的输出 Y 上", norm(Y),
+               "残差这条路不做 dropout：norm(X + dropout(Y))。"),
+        _Known("no-dropout", "没有用 dropout：训练时子层的输出要先经过 dropout", norm(X + Y),
+               "norm(X + dropout(Y))。"),
+        _Known("dropout-after-norm", "dropout 放在了规范化之后，应作用在 Y 上", torch.zeros_like(X),
+               "norm(X + dropout(Y))。"),
+    ])
+    before, example = (X.clone(), Y.clone()), inputs + "，dropout = nn.Dropout(0)"
+    _call(student, X, Y, norm, keep_all, example=example, name=name, copy=False)
+    _check_unchanged(torch.cat(before), torch.cat([X, Y]), example,
+                     "X += ... 会改写调用者的张量：写成 Z = X + dropout(Y)。")
+    X, Y = _seeded(2, 5, 6, seed=25), _seeded(2, 5, 6, seed=26)
+    example = "X、Y 形状 (2, 5, 6)（固定种子的随机数），与 au.AddNorm([6], dropout=0) 对照"
+    module = AddNorm([6], 0).eval()
+    norm = _course_norm(6, seed=27)
+    module.ln.load_state_dict(norm.state_dict())
+    _compare(_call(student, X, Y, norm, keep_all, example=example, name=name), module(X, Y), example)
+    layer = _encoder_layer(norm_first=False)
+    self_attention, ffn = _sublayers(layer)
+    X = _seeded(2, 3, 4, seed=28)
+    example = "X (2, 3, 4)，两次 add_norm 组成一个编码器层，与 nn.TransformerEncoderLayer(norm_first=False) 对照"
+    Z = _call(student, X, self_attention(X), layer.norm1, keep_all, example=example, name=name)
+    Z = _as_tensor(Z, example)
+    got = _as_tensor(_call(student, Z, ffn(Z), layer.norm2, keep_all, example=example, name=name), example)
+    _compare_builtin(got, layer(X), example, "nn.TransformerEncoderLayer(norm_first=False)")
+
+
+def check_pre_norm(pre_norm):
+    """Check ``pre_norm(X, sublayer, norm)`` and print a verdict.
+
+    Pre-norm: ``X + sublayer(norm(X))`` -- the residual path stays
+    un-normalised. X (B, n, h), ``sublayer`` a function or module
+    (B, n, h) -> (B, n, h), ``norm`` an ``nn.LayerNorm(h)``. Compared,
+    chained twice, with ``nn.TransformerEncoderLayer(norm_first=True)``.
+    """
+    return _run_checker("pre_norm", pre_norm, _pre_norm_steps, [
+        "X + sublayer(norm(X))：先规范化再进子层，残差这条路不规范化，和也不再规范化",
+        "没有改动 X",
+        f"数值：两次 pre_norm 组成的编码器层与 nn.TransformerEncoderLayer(norm_first=True) 一致（误差 ≤ {_TOLERANCE_TEXT}）"])
+
+
+def _pre_norm_steps(student):
+    name = "pre_norm"
+    norm, sublayer = _course_norm(3, seed=29), nn.Linear(3, 3)
+    X = _tensor([[[1., 2., 0.], [0., -1., 3.]], [[2., 2., 1.], [1., 0., 0.]]])  # (2, 2, 3)
+    example = (f"X = {_fmt(X)}，sublayer = nn.Linear(3, 3)（固定种子），"
+               "norm = nn.LayerNorm(3)（weight、bias 不是 1 和 0）")
+    got = _call(student, X, sublayer, norm, example=example, name=name)
+    _compare(got, X + sublayer(norm(X)), example, known=[
+        _Known("post-norm", "写成了 post-norm：norm(X + sublayer(X))", norm(X + sublayer(X)),
+               "pre-norm 把规范化移到子层之前：X + sublayer(norm(X))。"),
+        _Known("norm-on-sum", "在和上又做了一次规范化：残差之后不再规范化", norm(X + sublayer(norm(X))),
+               "X + sublayer(norm(X))：残差这条路从头到尾不经过规范化，梯度直通。"),
+        _Known("normalised-residual", "残差加回来的是规范化之后的 X，应加原来的 X", norm(X) + sublayer(norm(X)),
+               "Z = norm(X) 只送进子层；残差加的是 X 本身。"),
+        _Known("no-residual", "忘了残差连接：只返回了 sublayer(norm(X))", sublayer(norm(X)),
+               "X + sublayer(norm(X))。"),
+        _Known("no-norm", "没有规范化：X + sublayer(X)", X + sublayer(X), "子层的输入是 norm(X)。"),
+    ], hint="pre-norm：X + sublayer(norm(X))。")
+    before = X.clone()
+    _call(student, X, sublayer, norm, example=example, name=name, copy=False)
+    _check_unchanged(before, X, example, "X += ... 会改写调用者的张量：写成 return X + sublayer(norm(X))。")
+    layer = _encoder_layer(norm_first=True)
+    self_attention, ffn = _sublayers(layer)
+    X = _seeded(2, 3, 4, seed=30)
+    example = "X (2, 3, 4)，两次 pre_norm 组成一个编码器层，与 nn.TransformerEncoderLayer(norm_first=True) 对照"
+    Z = _as_tensor(_call(student, X, self_attention, layer.norm1, example=example, name=name), example)
+    got = _as_tensor(_call(student, Z, ffn, layer.norm2, example=example, name=name), example)
+    _compare(got, layer(X), example)
