@@ -31,6 +31,8 @@ from ``valid_lens`` by one helper, ``valid_lens_to_mask``.
 
 import ast
 import collections
+import hashlib
+import html
 import inspect
 import itertools
 import json
@@ -110,6 +112,8 @@ __all__ = [
     # interactive figures (live, offline and unrun)
     "Slider",
     "interactive",
+    # concept questions (live, offline and unrun)
+    "quiz",
     # self-check exercises: check_<name>(the student's function)
     "check_attention_pooling",
     "check_softmax",
@@ -2068,6 +2072,187 @@ def interactive(draw, **controls):
         frames.append(_png(fig, tight=False))
         plt.close(fig)                 # shown as a frame, never by the inline flush
     return _InteractiveFigure(names, sliders, frames)
+
+
+# --------------------------------------------------------------------------
+# Concept questions
+# --------------------------------------------------------------------------
+# ``au.quiz(question, options, answer)`` shows one multiple-choice question
+# whose every option explains itself once chosen, right or wrong, in the
+# three places a deck is used (as au.interactive does):
+#   * live (a kernel): ipywidgets buttons, and the explanation below them;
+#   * offline HTML (no kernel, no network): the same buttons in the stored
+#     text/html, made to work by a few lines of JavaScript;
+#   * a plain notebook viewer (no scripts): the question and the options,
+#     and nothing else: the answer and the explanations are only in a
+#     base64 JSON payload that such a viewer never shows.
+# Element ids come from the question's text, so the stored HTML is the same
+# on every run (strict nbval compares it).
+
+class _Quiz:
+    """What `quiz` returns; Jupyter displays it through its MIME bundle."""
+
+    def __init__(self, question, options, answer):
+        self.question, self.options, self.answer = question, options, answer
+        digest = hashlib.sha1(json.dumps([question, options]).encode("utf-8")).hexdigest()
+        self.id = "au-quiz-" + digest[:10]
+        self._widget = None
+
+    def _letter(self, i):
+        return "ABCDEFGHIJ"[i]
+
+    def _feedback(self, i):
+        """The verdict on option i, in words (never in colour alone)."""
+        verdict = "✓ 正确。" if i == self.answer else "✗ 不对。"
+        return verdict + self.options[i][1]
+
+    def _text(self):
+        lines = [f"选择题：{self.question}"]
+        lines += [f"  {self._letter(i)}. {text}" for i, (text, _) in enumerate(self.options)]
+        lines.append("（在 JupyterLab 中运行本单元，或在离线幻灯片中点一个选项，就能看到它的解释。）")
+        return "\n".join(lines)
+
+    def _html(self):
+        import base64
+
+        # ASCII JSON (\\u escapes), so the page's atob() gives text JSON.parse reads.
+        key = {"answer": self.answer, "explanations": [self._feedback(i) for i in range(len(self.options))]}
+        payload = base64.b64encode(json.dumps(key).encode("ascii")).decode("ascii")
+        buttons = "\n".join(
+            f'<button type="button" class="au-quiz-option" aria-pressed="false">'
+            f'{self._letter(i)}. {html.escape(text)}</button>'
+            for i, (text, _) in enumerate(self.options))
+        return (f'<div class="au-quiz" id="{self.id}" lang="zh-CN">\n<style>{_QUIZ_CSS}</style>\n'
+                f'<p class="au-quiz-question" id="{self.id}-q"><strong>选择题</strong> '
+                f'{html.escape(self.question)}</p>\n'
+                f'<div class="au-quiz-options" role="group" aria-labelledby="{self.id}-q">\n{buttons}\n</div>\n'
+                f'<p class="au-quiz-feedback" role="status" aria-live="polite"></p>\n'
+                f'<p class="au-quiz-hint">运行本单元（或打开离线幻灯片）后，点一个选项就能看到它的解释。</p>\n'
+                f'<script type="application/json" class="au-quiz-key">{payload}</script>\n'
+                f'<script>{_QUIZ_JS}</script>\n</div>')
+
+    def _live_widget(self):
+        import ipywidgets as widgets
+
+        feedback = widgets.HTMLMath(value="")
+        buttons = [widgets.Button(description=f"{self._letter(i)}. {text}", tooltip=text,
+                                  layout=widgets.Layout(width="auto", max_width="100%", height="auto"))
+                   for i, (text, _) in enumerate(self.options)]
+
+        def choose(button):
+            i = buttons.index(button)
+            for other in buttons:
+                other.button_style = ""
+                other.icon = ""
+            button.button_style = "success" if i == self.answer else "danger"
+            button.icon = "check" if i == self.answer else "times"
+            feedback.value = html.escape(self._feedback(i))
+
+        for button in buttons:
+            button.on_click(choose)
+        question = widgets.HTMLMath(value=f"<b>选择题</b> {html.escape(self.question)}")
+        style = widgets.HTML(value=f"<style>{_QUIZ_LIVE_CSS}</style>")
+        box = widgets.VBox([style, question, *buttons, feedback])
+        box.add_class("au-quiz-live")
+        return box
+
+    def _repr_mimebundle_(self, include=None, exclude=None):
+        bundle = {"text/plain": self._text(), "text/html": self._html()}
+        try:
+            if self._widget is None:
+                self._widget = self._live_widget()
+            bundle["application/vnd.jupyter.widget-view+json"] = {
+                "version_major": 2, "version_minor": 0, "model_id": self._widget.model_id}
+        except ImportError:  # no ipywidgets: the HTML buttons still work
+            pass
+        return bundle
+
+
+# Plain colours with AA contrast on white; right and wrong are also said in
+# words ("正确" / "不对") and marked by a thick border, not by colour alone.
+_QUIZ_CSS = (
+    ".au-quiz{margin:.4em 0;text-align:left}"
+    ".au-quiz .au-quiz-question{margin:.2em 0 .5em}"
+    ".au-quiz .au-quiz-options{display:flex;flex-direction:column;gap:.35em;align-items:stretch}"
+    ".au-quiz .au-quiz-option{font:inherit;text-align:left;padding:.3em .7em;color:#1a1a1a;"
+    "background:#fff;border:2px solid #5b6470;border-radius:6px;cursor:pointer}"
+    ".au-quiz .au-quiz-option:focus-visible{outline:3px solid #1f5fa8;outline-offset:2px}"
+    ".au-quiz .au-quiz-option[aria-pressed=true]{border-width:4px;background:#f2f5f9}"
+    ".au-quiz .au-quiz-right{border-color:#1b6e20;color:#1b6e20}"
+    ".au-quiz .au-quiz-wrong{border-color:#a51d1d;color:#a51d1d}"
+    ".au-quiz .au-quiz-option.au-quiz-right,.au-quiz .au-quiz-option.au-quiz-wrong{color:#1a1a1a}"
+    ".au-quiz .au-quiz-feedback{min-height:1.4em;margin:.5em 0 0}"
+    ".au-quiz .au-quiz-hint{color:#4a4f57;font-size:.8em;margin:.3em 0 0}")
+_QUIZ_LIVE_CSS = (".au-quiz-live .widget-button{white-space:normal;text-align:left;"
+                  "height:auto;line-height:1.4;padding:4px 10px}")
+
+# Offline: make the buttons work. Plain ES5, no libraries. A focused button
+# keeps Space and Enter for itself (reveal.js would turn the page instead).
+_QUIZ_JS = """(function () {
+  var root = document.currentScript && document.currentScript.parentNode;
+  if (!root || root.getAttribute('data-ready')) return;
+  root.setAttribute('data-ready', '1');
+  var key = JSON.parse(atob(root.querySelector('script.au-quiz-key').textContent));
+  var buttons = root.querySelectorAll('button.au-quiz-option');
+  var feedback = root.querySelector('.au-quiz-feedback');
+  root.querySelector('.au-quiz-hint').textContent = '点一个选项，看它为什么对、为什么不对。';
+  Array.prototype.forEach.call(buttons, function (button, i) {
+    button.addEventListener('keydown', function (event) {
+      if (event.key === ' ' || event.key === 'Enter') event.stopPropagation();
+    });
+    button.addEventListener('click', function () {
+      var verdict = i === key.answer ? 'au-quiz-right' : 'au-quiz-wrong';
+      Array.prototype.forEach.call(buttons, function (other) {
+        other.className = 'au-quiz-option';
+        other.setAttribute('aria-pressed', 'false');
+      });
+      button.className = 'au-quiz-option ' + verdict;
+      button.setAttribute('aria-pressed', 'true');
+      feedback.className = 'au-quiz-feedback ' + verdict;
+      feedback.textContent = key.explanations[i];
+      if (window.MathJax && MathJax.Hub) MathJax.Hub.Queue(['Typeset', MathJax.Hub, feedback]);
+    });
+  });
+})();"""
+
+
+def quiz(question, options, answer):
+    """A multiple-choice question whose every option explains itself once chosen.
+
+    It works live in JupyterLab (buttons), in the offline slides (the same
+    buttons in the stored HTML, no kernel, no network), and reads as plain
+    text in a notebook viewer without giving the answer away. End the cell
+    with the call. Hide the cell's input from students (the explanations are
+    in it): ``"jupyter": {"source_hidden": true}`` in the cell's metadata.
+
+    Args:
+        question: the question (Chinese; $...$ math is typeset live and offline).
+        options: a list of ``(text, explanation)`` pairs, 2 to 6 of them. The
+            text is plain (write √d, not $\\sqrt{d}$); the explanation says
+            why this option is right or wrong.
+        answer: the index of the right option (0 for the first).
+
+    Example::
+
+        au.quiz("缩放点积注意力为什么除以 √d，而不是 d？", [
+            ("让 q·k 的方差回到 1", "q·k 是 d 个独立乘积之和，方差为 d；除以 √d 方差变回 1。"),
+            ("除以 d 会溢出", "除以 d 不会溢出；问题是分数被压得太小，softmax 变得接近均匀。"),
+        ], answer=0)
+    """
+    if not isinstance(question, str) or not question.strip():
+        raise ValueError(f"expected question to be a non-empty str, got {question!r}")
+    options = list(options)
+    if not 2 <= len(options) <= 6:
+        raise ValueError(f"expected 2 to 6 options, got {len(options)}")
+    for i, option in enumerate(options):
+        if not (isinstance(option, (tuple, list)) and len(option) == 2
+                and all(isinstance(part, str) and part.strip() for part in option)):
+            raise ValueError(f"expected option {i} to be a (text, explanation) pair of non-empty "
+                             f"str, got {option!r}")
+    if not (isinstance(answer, int) and 0 <= answer < len(options)):
+        raise ValueError(f"expected answer to be the index of the right option, 0 to "
+                         f"{len(options) - 1}, got {answer!r}")
+    return _Quiz(question, [tuple(option) for option in options], answer)
 
 
 # --------------------------------------------------------------------------

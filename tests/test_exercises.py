@@ -726,3 +726,104 @@ def test_a_non_function_is_a_clear_value_error():
         au.check_softmax("softmax")
     with pytest.raises(ValueError, match="got NoneType"):
         au.check_transpose_qkv(qkv_student, None)
+
+
+# --------------------------------------------------------------- concept questions (au.quiz)
+
+import base64  # noqa: E402
+import json  # noqa: E402
+
+QUESTION = "缩放点积注意力为什么除以 √d，而不是 d？"
+OPTIONS = [("让 q·k 的方差回到 1", "q·k 是 d 个乘积之和，方差为 d；除以 √d 方差回到 1。"),
+           ("除以 d 会溢出", "除以更大的数不会溢出；分数被压得太小，softmax 接近均匀。"),
+           ("为了算得更快", "缩放只多一次乘法，与速度无关。")]
+
+
+def quiz_bundle(question=QUESTION, options=OPTIONS, answer=0):
+    return au.quiz(question, options, answer=answer)._repr_mimebundle_()
+
+
+def without_scripts(html):
+    """What a viewer that strips scripts and styles can show."""
+    return re.sub(r"<(script|style)[^>]*>.*?</\1>", "", html, flags=re.S)
+
+
+def test_quiz_plain_text_shows_question_and_options_but_not_the_answer():
+    bundle = quiz_bundle()
+    for text in (bundle["text/plain"], without_scripts(bundle["text/html"])):
+        assert QUESTION in text and all(option in text for option, _ in OPTIONS)
+        assert not any(explanation in text for _, explanation in OPTIONS)
+        assert "正确" not in text and "不对" not in text
+    assert "A. 让 q·k 的方差回到 1" in bundle["text/plain"]
+
+
+def test_quiz_key_holds_every_explanation_with_its_verdict_in_words():
+    html = quiz_bundle(answer=1)["text/html"]
+    payload = re.search(r'<script type="application/json" class="au-quiz-key">(.*?)</script>', html).group(1)
+    key = json.loads(base64.b64decode(payload))
+    assert key["answer"] == 1
+    assert key["explanations"] == [("✓ 正确。" if i == 1 else "✗ 不对。") + explanation
+                                   for i, (_, explanation) in enumerate(OPTIONS)]
+    assert "正确" not in payload and "\\u" not in payload            # unreadable without decoding
+
+
+def test_quiz_markup_is_accessible_and_deterministic():
+    html = quiz_bundle()["text/html"]
+    assert html == quiz_bundle()["text/html"]                          # strict nbval compares it
+    assert html.count('<button type="button" class="au-quiz-option" aria-pressed="false">') == 3
+    assert 'role="status" aria-live="polite"' in html and 'lang="zh-CN"' in html
+    ids = re.findall(r'id="(au-quiz-[0-9a-f]{10})"', html)
+    assert ids and f'aria-labelledby="{ids[0]}-q"' in html
+    assert ids[0] not in quiz_bundle(question="另一个问题？")["text/html"]  # ids follow the text
+
+
+def test_quiz_live_widget_explains_the_chosen_option():
+    q = au.quiz(QUESTION, OPTIONS, answer=0)
+    assert WIDGET_VIEW in q._repr_mimebundle_()
+    style, question, *buttons, feedback = q._widget.children
+    assert [b.description for b in buttons] == [f"{letter}. {text}" for letter, (text, _) in zip("ABC", OPTIONS)]
+    assert feedback.value == ""
+    buttons[2].click()
+    assert feedback.value.startswith("✗ 不对。") and OPTIONS[2][1] in feedback.value
+    assert buttons[2].button_style == "danger" and buttons[2].icon == "times"
+    buttons[0].click()
+    assert feedback.value.startswith("✓ 正确。") and OPTIONS[0][1] in feedback.value
+    assert buttons[0].button_style == "success" and buttons[2].button_style == ""
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: au.quiz("", OPTIONS, 0), "non-empty str"),
+    (lambda: au.quiz(QUESTION, OPTIONS[:1], 0), "2 to 6 options, got 1"),
+    (lambda: au.quiz(QUESTION, [("A", "")] + OPTIONS, 0), r"option 0 .* pair"),
+    (lambda: au.quiz(QUESTION, OPTIONS, 3), "0 to 2, got 3"),
+    (lambda: au.quiz(QUESTION, OPTIONS, "A"), "index of the right option"),
+])
+def test_quiz_bad_input_names_what_was_expected(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_offline_quiz_explains_the_clicked_option_in_chromium(tmp_path):
+    """The stored HTML alone (no kernel, no network) works with a mouse and a keyboard."""
+    browser = pytest.importorskip("slides.browser", reason="slides/browser.py (Playwright)")
+    if browser.chromium_path() is None:
+        pytest.skip("no Chromium")
+    page_file = tmp_path / "quiz.html"
+    page_file.write_text(f'<!DOCTYPE html><html lang="zh-CN"><meta charset="utf-8"><body>'
+                         f'{quiz_bundle(answer=0)["text/html"]}</body></html>', encoding="utf-8")
+    with browser.launch() as context:
+        page = context.new_page()
+        log = browser.watch(page, ("file://",))
+        page.goto(page_file.as_uri())
+        feedback = page.locator(".au-quiz-feedback")
+        page.locator(".au-quiz-option").nth(1).click()
+        assert feedback.inner_text() == "✗ 不对。" + OPTIONS[1][1]
+        page.locator(".au-quiz-option").nth(0).focus()
+        page.keyboard.press("Space")
+        assert feedback.inner_text() == "✓ 正确。" + OPTIONS[0][1]
+        pressed = page.eval_on_selector_all(".au-quiz-option", "bs => bs.map(b => b.getAttribute('aria-pressed'))")
+        assert pressed == ["true", "false", "false"]
+        assert log.external == [] and log.errors == []
