@@ -839,8 +839,8 @@ def load_data_nmt(batch_size, num_steps, num_examples=600, data_dir=None):
 # both reached 98% exact match, but the dates' attention was sharper (mean
 # top weight 0.77 vs 0.62) and non-monotonic in 90 of 100 held-out examples
 # against 5 for numbers, whose alignment is nearly a diagonal. Dates reorder:
-# the year, said last, is written first, and 'the third of march' swaps day
-# and month, so the heatmaps show attention jumping, not just sliding.
+# the year, said last, is written first, and 'the fifth of march' swaps day
+# and month (3 月 5 日), so the heatmaps show attention jumping, not just sliding.
 
 _ONES = ("zero one two three four five six seven eight nine ten eleven twelve "
          "thirteen fourteen fifteen sixteen seventeen eighteen nineteen").split()
@@ -887,8 +887,8 @@ def _year_words(year, rng):
 def synthetic_translation_pairs(num_examples, seed=0):
     """Dates in English words and the same dates written the Chinese way.
 
-    ``march third twenty twenty four`` -> ``2 0 2 4 年 3 月 3 日`` and
-    ``the third of march`` -> ``3 月 3 日``. The year (1900-2099, left out in
+    ``march fifth twenty twenty four`` -> ``2 0 2 4 年 3 月 5 日`` and
+    ``the fifth of march`` -> ``3 月 5 日``. The year (1900-2099, left out in
     one date of five) is said last but written first, one digit per token;
     month and day numbers are one token each. Sources have 2 to 10 words.
 
@@ -1641,22 +1641,36 @@ def _displayed_text_px(min_text_pt, dpi, width_px, height_px):
 
 
 def _png(fig, tight=True):
-    """PNG bytes of ``fig`` with its ``_figure_report`` in the metadata.
+    """PNG bytes of ``fig`` with its ``_figure_report`` and its text
+    alternative in the metadata (see ``_png_and_alt``).
 
     ``tight=False`` keeps the figure's own size, so frames of one interactive
     figure all have the same size and axes.
     """
+    return _png_and_alt(fig, tight)[0]
+
+
+def _png_and_alt(fig, tight=True):
+    """(PNG bytes, text alternative) of ``fig``.
+
+    The PNG's metadata holds the figure report (``au:min_text_pt``,
+    ``au:legend_overlaps``, ``au:axes_limits``) and the text alternative
+    under PNG's standard ``Description`` key, so it travels with the image.
+    """
     from IPython.core.pylabtools import print_figure  # the inline backend's own renderer
 
-    report = _figure_report(fig)
+    report, alt = _figure_report(fig), _figure_alt(fig)
     metadata = {"au:min_text_pt": f"{report['min_text_pt']:g}",
                 "au:legend_overlaps": str(report["legend_overlaps"]),
-                "au:axes_limits": json.dumps(report["axes_limits"])}
-    return print_figure(fig, "png", bbox_inches="tight" if tight else None, metadata=metadata)
+                "au:axes_limits": json.dumps(report["axes_limits"]),
+                "Description": alt}
+    return print_figure(fig, "png", bbox_inches="tight" if tight else None, metadata=metadata), alt
 
 
 def _register_png_formatter():
-    """Figures shown by Jupyter's inline backend carry the report as well."""
+    """Figures shown by Jupyter's inline backend carry the report and their
+    text alternative, which goes into the output's metadata as
+    ``{"image/png": {"alt": ...}}`` (the offline slides put it on the <img>)."""
     try:
         from IPython import get_ipython
     except ImportError:
@@ -1666,11 +1680,158 @@ def _register_png_formatter():
         return
     import base64
 
-    shell.display_formatter.formatters["image/png"].for_type(
-        Figure, lambda fig: base64.b64encode(_png(fig)).decode("ascii"))
+    def png_with_alt(fig):
+        png, alt = _png_and_alt(fig)
+        return base64.b64encode(png).decode("ascii"), {"alt": alt}  # (data, metadata)
+
+    shell.display_formatter.formatters["image/png"].for_type(Figure, png_with_alt)
 
 
 _register_png_formatter()
+
+
+# ---- Text alternatives of figures ----------------------------------------
+# Every figure the module renders says in words what it shows, for a screen
+# reader and for the PDF handouts: the text given with ``alt=`` (show_heatmaps,
+# plot), else one built when the figure is rendered, so labels and tick labels
+# a deck adds after the call count. Heatmaps: their shape, their axes and
+# where the largest values lie; other plots: titles, axis labels, legends.
+
+MAX_ALT_CHARS = 400
+
+
+def _figure_alt(fig):
+    """The text alternative of ``fig`` (Chinese), at most MAX_ALT_CHARS long."""
+    text = getattr(fig, "_au_alt", None)
+    if not text:
+        heatmaps = getattr(fig, "_au_heatmaps", None)
+        text = _heatmaps_alt(fig, **heatmaps) if heatmaps else _plot_alt(fig)
+        title = fig._suptitle.get_text() if fig._suptitle is not None else ""
+        text = f"{_plain(title)}。{text}" if title.strip() else text
+    return text if len(text) <= MAX_ALT_CHARS else text[:MAX_ALT_CHARS - 1] + "…"
+
+
+def _plain(text):
+    """Figure text as a screen reader should say it: no mathtext dollars or braces."""
+    return " ".join(text.replace("$", "").replace("\\", "").replace("{", "").replace("}", "").split())
+
+
+def _data_axes(fig):
+    """The axes that show data (colour bars left out)."""
+    return [ax for ax in fig.axes if ax.get_visible() and not hasattr(ax, "_colorbar")
+            and ax.get_label() != "<colorbar>"]
+
+
+def _plot_alt(fig):
+    """'曲线图「title」：横轴 x（0 到 5），纵轴 y；图例：a、b' for every axes."""
+    parts = []
+    for ax in _data_axes(fig):
+        kinds = []
+        if any(line.get_linestyle() not in ("None", "") for line in ax.lines):
+            kinds.append("曲线")
+        if any(line.get_linestyle() in ("None", "") for line in ax.lines) or any(
+                isinstance(c, matplotlib.collections.PathCollection) for c in ax.collections):
+            kinds.append("散点")
+        if any(isinstance(p, matplotlib.patches.Rectangle) for p in ax.patches):
+            kinds.append("柱状")
+        if any(isinstance(c, matplotlib.collections.LineCollection) for c in ax.collections):
+            kinds.append("竖线")
+        if ax.images:
+            kinds.append("图像")
+        part = ("、".join(kinds) or "空白的") + "图"
+        if ax.get_title().strip():
+            part += f"「{_plain(ax.get_title())}」"
+        axes_text = []
+        for name, label, limits in (("横轴", ax.get_xlabel(), ax.get_xlim()), ("纵轴", ax.get_ylabel(), ax.get_ylim())):
+            if label.strip() or ax.axison:
+                axes_text.append(f"{name}{(' ' + _plain(label)) if label.strip() else ''}"
+                                 f"（{limits[0]:.3g} 到 {limits[1]:.3g}）")
+        if axes_text:
+            part += "：" + "，".join(axes_text)
+        legend = ax.get_legend()
+        if legend is not None:
+            part += "；图例：" + "、".join(_plain(t.get_text()) for t in legend.get_texts())
+        parts.append(part)
+    legends = [_plain(t.get_text()) for legend in fig.legends for t in legend.get_texts()]
+    if legends:
+        parts.append("图例：" + "、".join(legends))
+    return "；".join(parts) + "。" if parts else "空白的图。"
+
+
+def _heatmaps_alt(fig, matrices, keep, vmin, vmax, xlabel, ylabel):
+    """'热力图：10 个查询 × 10 个键，权重集中在对角线上' for a grid of panels."""
+    rows, cols, L, S = matrices.shape
+    panels = [ax for ax in _data_axes(fig) if ax.images]
+    x_name, y_name = _plain(str(xlabel or "")), _plain(str(ylabel or ""))
+    shape = f"{L} 个{y_name} × {S} 个{x_name}" if x_name and y_name else f"{L} 行 × {S} 列"
+    row_sums = (matrices * keep).sum(dim=-1)                   # weights: each row sums to 1 (or 0)
+    is_weight = bool(keep.any()) and matrices[keep].min() >= 0 and bool(
+        ((row_sums - 1).abs() < 1e-3).logical_or(row_sums.abs() < 1e-3).all())
+    word = "权重" if is_weight else "数值"
+    if rows * cols == 1:
+        title = _plain(panels[0].get_title())
+        text = (f"热力图{f'「{title}」' if title else ''}：{shape}，"
+                f"{_matrix_pattern(matrices[0, 0], keep[0, 0], panels[0], word)}")
+    else:
+        text = f"热力图，{rows} 行 × {cols} 列共 {rows * cols} 幅，每幅 {shape}"
+        for k, ax in enumerate(panels[:6]):
+            r, c = divmod(k, cols)
+            title, row_label = _plain(ax.get_title()), _plain(panels[r * cols].get_ylabel())
+            row = (row_label if row_label and row_label != y_name else f"第 {r + 1} 行") if rows > 1 else ""
+            name = f"{row}第 {c + 1} 幅" + (f"「{title}」" if title else "")
+            text += f"；{name}：{_matrix_pattern(matrices[r, c], keep[r, c], ax, word)}"
+        if len(panels) > 6:
+            text += f"；其余 {len(panels) - 6} 幅从略"
+    text += f"。色标从 {vmin:.2g} 到 {vmax:.2g}"
+    if not keep.all():
+        text += "；灰底斜线格是被掩蔽的位置"
+    return text + "。"
+
+
+def _matrix_pattern(matrix, keep, ax, word):
+    """Where the largest values of one (L, S) panel lie, in words."""
+    L, S = matrix.shape
+    if not keep.any():
+        return "全部被掩蔽"
+    high = matrix.masked_fill(~keep, -math.inf).amax(dim=1)    # each row's largest and smallest
+    low = matrix.masked_fill(~keep, math.inf).amin(dim=1)
+    wide = keep.sum(dim=1) >= 2                                # rows with a choice to make
+    if wide.any() and ((high - low)[wide] <= 0.02 * high[wide].abs().clamp(min=1e-12)).all():
+        return f"{word}在每一行里几乎均匀"
+    rows = keep.any(dim=1)                                     # rows with something shown
+    top = matrix.masked_fill(~keep, -math.inf).argmax(dim=1)[rows]  # each row's largest column
+    index = torch.arange(L)[rows]
+    if L == S >= 3 and (top == index).float().mean() >= 0.8:
+        return f"{word}集中在对角线上"
+    if L == S >= 3 and (top == S - 1 - index).float().mean() >= 0.8:
+        return f"{word}集中在反对角线上"
+    column = top.mode().values.item()
+    if L >= 3 and (top == column).float().mean() >= 0.8:
+        return f"每一行的最大{word}都在第 {column + 1} 列{_tick_name(ax, 'x', column)}"
+    flat = matrix.masked_fill(~keep, -math.inf).argmax().item()
+    i, j = divmod(flat, S)
+    return (f"最大{word} {matrix[i, j].item():.2g} 在第 {i + 1} 行{_tick_name(ax, 'y', i)}、"
+            f"第 {j + 1} 列{_tick_name(ax, 'x', j)}")
+
+
+def _tick_name(ax, axis, position):
+    """'（march）' when that axis has a word as the tick label at this
+    position (a deck's token labels), else ''. Numbers say nothing new."""
+    ticks = ax.get_xticks() if axis == "x" else ax.get_yticks()
+    labels = ax.get_xticklabels() if axis == "x" else ax.get_yticklabels()
+    for tick, label in zip(ticks, labels):
+        text = _plain(label.get_text())
+        if tick == position and text and not _is_number(text):
+            return f"（{text}）"
+    return ""
+
+
+def _is_number(text):
+    try:
+        float(text.replace("−", "-"))
+    except ValueError:
+        return False
+    return True
 
 
 class _ShownOnceFigure(Figure):
@@ -1685,7 +1846,8 @@ class _ShownOnceFigure(Figure):
     def _ipython_display_(self):
         from IPython.display import display
 
-        display({"image/png": _png(self)}, raw=True)
+        png, alt = _png_and_alt(self)
+        display({"image/png": png}, raw=True, metadata={"image/png": {"alt": alt}})
         if any(manager.canvas.figure is self for manager in Gcf.get_all_fig_managers()):
             plt.close(self)                                    # shown: not again
 
@@ -1711,7 +1873,7 @@ def _colour_range(values):
 
 
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
-                  cmap="Reds", *, mask=None, share_scale=True, vmax=None):
+                  cmap="Reds", *, mask=None, share_scale=True, vmax=None, alt=None):
     """Draw a grid of attention matrices, as ``d2l.show_heatmaps`` does.
 
     Args:
@@ -1724,8 +1886,9 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
         cmap: a matplotlib colormap or its name.
         mask: optional boolean tensor broadcastable to ``matrices``, True where
             attention is allowed (the module's convention). Cells where it is
-            False are drawn light grey, so a masked key never looks like a
-            small weight, and they do not count for the colour range.
+            False are drawn light grey with diagonal lines, so a masked key
+            never looks like a small weight (by pattern, not only by colour),
+            and they do not count for the colour range.
         share_scale: True (default): one colour scale and one colour bar for
             all panels, so equal colours mean equal values. False: each panel
             gets its own scale and colour bar, so panels with small values
@@ -1733,6 +1896,10 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
         vmax: top of the colour scale for every panel (default: the largest
             shown value). Frames of an interactive figure that should be
             compared share one, e.g. ``vmax=1`` for attention weights.
+        alt: the figure's text alternative. Default: built when the figure is
+            shown, from the shape, the axis labels (and token tick labels)
+            and where the largest values lie, e.g. '热力图：10 个查询 ×
+            10 个键，权重集中在对角线上。色标从 0 到 0.93。'
 
     The colour scale starts at 0 when every shown value is >= 0 (weights)
     and at the smallest value otherwise.
@@ -1768,6 +1935,8 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             shown = np.ma.masked_array(matrices[i, j].numpy(),
                                        mask=~keep[i, j].numpy())
             image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax)
+            if not keep[i, j].all():
+                _hatch(ax, ~keep[i, j])
             if not share_scale:
                 fig.colorbar(image, ax=ax, shrink=0.6)
             if i == num_rows - 1:
@@ -1778,12 +1947,26 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                 ax.set_title(titles[j])
     if share_scale:
         fig.colorbar(image, ax=axes, shrink=0.6)
+    low, high = _colour_range(matrices[keep])
+    fig._au_heatmaps = {"matrices": matrices, "keep": keep, "vmin": low, "xlabel": xlabel,
+                        "ylabel": ylabel, "vmax": high if top is None else top}  # for _heatmaps_alt
+    fig._au_alt = alt
     return fig
+
+
+def _hatch(ax, masked):
+    """Diagonal lines over the masked cells (masked: (L, S) bool) of a heatmap."""
+    from matplotlib.collections import PatchCollection
+
+    cells = [matplotlib.patches.Rectangle((j - 0.5, i - 0.5), 1, 1)
+             for i, j in masked.nonzero().tolist()]
+    ax.add_collection(PatchCollection(cells, facecolor="none", edgecolor="#555555",
+                                      linewidth=0, hatch="///"), autolim=False)
 
 
 def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
          xscale="linear", yscale="linear", fmts=("-", "m--", "g-.", "r:"),
-         figsize=(3.5, 2.5), axes=None):
+         figsize=(3.5, 2.5), axes=None, alt=None):
     """Plot curves, as ``d2l.plot`` does, and return the Figure.
 
     Args:
@@ -1791,6 +1974,9 @@ def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
         Y: one curve (k,), a list of curves, or a 2-D tensor of curves (rows);
             None plots X's curves against their indices 0, 1, ..., as the book.
         axes: draw into these matplotlib Axes instead of a new figure.
+        alt: the figure's text alternative. Default: built when the figure is
+            shown, from its titles, axis labels and ranges, and legend, e.g.
+            '曲线、散点图：横轴 x（0 到 5），纵轴 y（-1 到 5）；图例：真实函数、预测'.
 
     Returns:
         The Figure; a new one shows exactly once in Jupyter, whether the call
@@ -1831,6 +2017,8 @@ def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
     if legend:
         axes.legend(legend)
     axes.grid(True)
+    if alt is not None:
+        axes.figure._au_alt = alt
     return axes.figure
 
 
@@ -1927,8 +2115,9 @@ class Slider:
 class _InteractiveFigure:
     """What `interactive` returns; Jupyter displays it through its MIME bundle."""
 
-    def __init__(self, names, sliders, frames):
+    def __init__(self, names, sliders, frames, alts):
         self.names, self.sliders, self.frames = names, sliders, frames
+        self.alts = alts                               # each frame's text alternative
         self._widget = None
 
     def _frame_index(self, indices):                  # row-major over the sliders
@@ -1939,6 +2128,16 @@ class _InteractiveFigure:
 
     def _default(self):
         return self._frame_index([s.index for s in self.sliders])
+
+    def _settings(self, indices, separator=" · "):
+        """'有效长度 = 3 · d = 8': the setting of the frame at these slider indices."""
+        return separator.join(f"{s.description or n} = {s.labels[i]}"
+                              for n, s, i in zip(self.names, self.sliders, indices))
+
+    def _frame_alts(self):
+        """Every frame's text alternative, led by its setting, in frame order."""
+        settings = itertools.product(*(range(len(s.values)) for s in self.sliders))
+        return [f"{self._settings(indices, '，')}。{alt}" for indices, alt in zip(settings, self.alts)]
 
     def _live_widget(self):
         import ipywidgets as widgets
@@ -1967,17 +2166,19 @@ class _InteractiveFigure:
         import html
 
         uris = ["data:image/png;base64," + base64.b64encode(f).decode("ascii") for f in self.frames]
-        captions = " · ".join(
-            f"{html.escape(s.description or n)} = {html.escape(s.labels[s.index])}"
-            for n, s in zip(self.names, self.sliders))
+        alts = self._frame_alts()
+        captions = html.escape(self._settings([s.index for s in self.sliders]))
         spec = {"controls": [{"label": s.description or n, "labels": s.labels, "index": s.index}
                              for n, s in zip(self.names, self.sliders)],
-                "frames": uris}
+                "frames": uris, "alts": alts}
         # '</' would end the JSON script early; JSON allows the escaped form.
         data = json.dumps(spec, ensure_ascii=False).replace("</", "<\\/")
+        # The status line is for screen readers: it says each new setting.
         return (f'<div class="au-interactive">\n'
                 f'<div class="au-controls">{captions}</div>\n'
-                f'<img class="au-frame" alt="{captions}" src="{uris[self._default()]}">\n'
+                f'<p class="au-status" aria-live="polite" style="{_VISUALLY_HIDDEN}"></p>\n'
+                f'<img class="au-frame" alt="{html.escape(alts[self._default()])}" '
+                f'src="{uris[self._default()]}">\n'
                 f'<script type="application/json" class="au-frames">{data}</script>\n'
                 f'<script>{_INTERACTIVE_JS}</script>\n</div>')
 
@@ -1996,25 +2197,33 @@ class _InteractiveFigure:
         return bundle
 
 
-# Offline controls: build one range input per slider and swap the frame.
-# Plain ES5, no libraries; reveal.js keeps the arrow keys while an input has
-# focus, so the input gives focus back when the pointer is released.
+# Offline controls: build one labelled range input per slider and swap the
+# frame and its text alternative. Plain ES5, no libraries. The visible label
+# wraps the input (its accessible name); aria-valuetext says the value, not
+# the index; the status line announces each new setting. reveal.js leaves the
+# arrow keys to a focused input, so the input gives focus back when the
+# pointer is released.
 _INTERACTIVE_JS = """(function () {
   var root = document.currentScript && document.currentScript.parentNode;
   if (!root || root.getAttribute('data-ready')) return;
   root.setAttribute('data-ready', '1');
   var spec = JSON.parse(root.querySelector('script.au-frames').textContent);
   var img = root.querySelector('img.au-frame'), box = root.querySelector('.au-controls');
+  var status = root.querySelector('.au-status');
   var inputs = [];
   box.textContent = '';
-  function show() {
-    var flat = 0;
+  function show(announce) {
+    var flat = 0, said = [];
     spec.controls.forEach(function (c, k) {
       var i = +inputs[k].value;
       flat = flat * c.labels.length + i;
       inputs[k].nextSibling.textContent = ' ' + c.labels[i];
+      inputs[k].setAttribute('aria-valuetext', c.labels[i]);
+      said.push(c.label + ' = ' + c.labels[i]);
     });
     img.src = spec.frames[flat];
+    img.alt = spec.alts[flat];
+    if (announce) status.textContent = said.join('，');
   }
   spec.controls.forEach(function (c) {
     var row = document.createElement('label'), input = document.createElement('input');
@@ -2022,15 +2231,17 @@ _INTERACTIVE_JS = """(function () {
     row.appendChild(document.createTextNode(c.label + ' '));
     input.type = 'range'; input.min = 0; input.max = c.labels.length - 1; input.step = 1;
     input.value = c.index;
-    input.addEventListener('input', show);
+    input.addEventListener('input', function () { show(true); });
     input.addEventListener('pointerup', function () { input.blur(); });
     row.appendChild(input);
     row.appendChild(document.createElement('output'));
     box.appendChild(row);
     inputs.push(input);
   });
-  show();
+  show(false);
 })();"""
+_VISUALLY_HIDDEN = ("position:absolute;width:1px;height:1px;margin:-1px;padding:0;border:0;"
+                    "overflow:hidden;clip:rect(0 0 0 0);white-space:nowrap")
 
 
 MAX_FRAMES = 64    # pictures per interactive figure; keeps an offline deck small
@@ -2065,13 +2276,15 @@ def interactive(draw, **controls):
     if count > MAX_FRAMES:
         raise ValueError(f"expected at most {MAX_FRAMES} slider combinations (each is a "
                          f"stored picture), got {count}; offer fewer values")
-    frames = []
+    frames, alts = [], []
     for indices in itertools.product(*(range(len(s.values)) for s in sliders)):
         fig = draw(**{n: s.values[i] for n, s, i in zip(names, sliders, indices)})
         fig = plt.gcf() if fig is None else fig
-        frames.append(_png(fig, tight=False))
+        png, alt = _png_and_alt(fig, tight=False)
+        frames.append(png)
+        alts.append(alt)
         plt.close(fig)                 # shown as a frame, never by the inline flush
-    return _InteractiveFigure(names, sliders, frames)
+    return _InteractiveFigure(names, sliders, frames, alts)
 
 
 # --------------------------------------------------------------------------

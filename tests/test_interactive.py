@@ -70,3 +70,41 @@ def test_markup_is_deterministic_apart_from_pictures():
 def test_bad_input_names_what_was_expected(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+def test_every_frame_says_its_setting_and_what_it_shows():
+    fig = au.interactive(draw, valid_len=au.Slider(range(4), value=2, description="有效长度"), d=[8, 64])
+    html = fig._repr_mimebundle_()["text/html"]
+    spec, _ = frames_of(html)
+    assert len(spec["alts"]) == 8
+    assert spec["alts"][4].startswith("有效长度 = 2，d = 8。柱状图「2 8」：")   # setting, then the figure
+    assert spec["alts"][7].startswith("有效长度 = 3，d = 64。柱状图「3 64」：")
+    default_alt = re.search(r'<img class="au-frame" alt="([^"]*)"', html).group(1)
+    assert default_alt == spec["alts"][4]                          # shown unrun / untrusted
+    assert '<p class="au-status" aria-live="polite"' in html        # announces a new setting
+
+
+def test_offline_sliders_have_a_name_move_with_the_keyboard_and_announce(tmp_path):
+    browser = pytest.importorskip("slides.browser", reason="slides/browser.py (Playwright)")
+    if browser.chromium_path() is None:
+        pytest.skip("no Chromium")
+    fig = au.interactive(draw, valid_len=au.Slider(range(4), value=2, description="有效长度"), d=[8, 64])
+    page_file = tmp_path / "interactive.html"
+    page_file.write_text(f'<!DOCTYPE html><html lang="zh-CN"><meta charset="utf-8"><body>'
+                         f'{fig._repr_mimebundle_()["text/html"]}</body></html>', encoding="utf-8")
+    spec, _ = frames_of(fig._repr_mimebundle_()["text/html"])
+    with browser.launch() as context:
+        page = context.new_page()
+        log = browser.watch(page, ("file://",))
+        page.goto(page_file.as_uri())
+        first = page.locator("input[type=range]").first
+        assert first.evaluate("i => i.labels[0].innerText").startswith("有效长度")   # visible label = name
+        assert first.get_attribute("aria-valuetext") == "2"
+        assert page.locator(".au-status").inner_text() == ""            # nothing said before a move
+        first.focus()
+        page.keyboard.press("ArrowRight")
+        assert first.input_value() == "3" and first.get_attribute("aria-valuetext") == "3"
+        assert page.locator(".au-status").text_content() == "有效长度 = 3，d = 8"
+        assert page.locator("img.au-frame").get_attribute("alt") == spec["alts"][6]
+        assert page.locator("img.au-frame").get_attribute("src") == spec["frames"][6]
+        assert log.external == [] and log.errors == []

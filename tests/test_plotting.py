@@ -291,8 +291,86 @@ def test_figures_show_once_in_an_executed_notebook(tmp_path):
     pngs = [sum("image/png" in out.get("data", {}) for out in cell.outputs)
             for cell in nb.cells]
     assert pngs == [0, 1, 1, 1, 1, 1, 1]
+    # Every figure, shown by the module or by the inline backend's flush,
+    # carries its text alternative where the offline slides read it.
+    alts = [out.metadata["image/png"]["alt"] for cell in nb.cells for out in cell.outputs
+            if "image/png" in out.get("data", {})]
+    assert len(alts) == 6 and all(alts)
+    assert alts[0].startswith("热力图，2 行 × 2 列共 4 幅，每幅 3 个q × 3 个k")
+    assert alts[2].startswith("曲线图：横轴（")
+    assert alts[5].startswith("曲线图：横轴 epoch")                    # the Animator, a plain Figure
     # The book's training cell: the Animator's final plot once, the speed
     # line, and a one-line echo of the returned loss history.
     outputs = nb.cells[-1].outputs
     assert outputs[0].output_type == "stream" and outputs[0].text.startswith("loss ")
     assert outputs[1].data["text/plain"].startswith("per-token loss of 20 epochs: ")
+
+
+# --------------------------------------------------------------------------
+# Text alternatives and masked cells that differ by pattern
+# --------------------------------------------------------------------------
+
+def png_text(png):
+    from PIL import Image
+    import io
+
+    return Image.open(io.BytesIO(png)).text
+
+
+def test_heatmap_alt_says_shape_axes_and_where_the_weights_lie():
+    weights = torch.softmax(6 * torch.eye(10), dim=-1)         # (10, 10), peaked on the diagonal
+    fig = au.show_heatmaps(weights, "键", "查询")
+    png, alt = au._png_and_alt(fig)
+    assert alt.startswith("热力图：10 个查询 × 10 个键，权重集中在对角线上。色标从 0 到 ")
+    assert png_text(png)["Description"] == alt                 # the PNG carries it too
+    assert {"au:min_text_pt", "au:legend_overlaps", "au:axes_limits"} <= set(png_text(png))
+
+
+def test_heatmap_alt_names_token_labels_and_masked_cells():
+    weights = torch.tensor([[0.1, 0.9, 0.0], [0.2, 0.8, 0.0], [0.3, 0.7, 0.0]])
+    mask = torch.tensor([True, True, False])
+    fig = au.show_heatmaps(weights, "源词元", "生成的词元", titles=["对齐"], mask=mask)
+    fig.axes[0].set_xticks(range(3), ["march", "fifth", "<eos>"])   # a deck labels tokens afterwards
+    alt = au._figure_alt(fig)
+    assert alt.startswith("热力图「对齐」：3 个生成的词元 × 3 个源词元，每一行的最大权重都在第 2 列（fifth）")
+    assert "灰底斜线格是被掩蔽的位置" in alt
+
+
+def test_heatmap_alt_for_a_grid_and_for_values_that_are_not_weights():
+    fig = au.show_heatmaps(grid(2, 3), "Keys", "Queries", titles=["a", "b", "c"])
+    alt = au._figure_alt(fig)
+    assert alt.startswith("热力图，2 行 × 3 列共 6 幅，每幅 4 个Queries × 5 个Keys；第 1 行第 1 幅「a」：")
+    assert alt.count("；第 2 行第 ") == 3 and len(alt) <= au.MAX_ALT_CHARS
+    fig = au.show_heatmaps(torch.tensor([[-1.0, 2.0], [0.5, 0.0]]), "k", "q")
+    assert "最大数值 2 在第 1 行、第 2 列" in au._figure_alt(fig)
+
+
+def test_alt_given_by_the_deck_wins():
+    fig = au.show_heatmaps(torch.eye(3), "k", "q", alt="单位矩阵：每个查询只看自己")
+    assert au._figure_alt(fig) == "单位矩阵：每个查询只看自己"
+    fig = au.plot([0, 1], [1, 2], alt="一条直线")
+    assert au._png_and_alt(fig)[1] == "一条直线"
+
+
+def test_plot_alt_from_titles_labels_ranges_and_legend():
+    x = torch.arange(0, 5, 0.5)
+    fig = au.plot(x, [x, 2 * x], "$x$", "y", legend=["真实函数", "预测"], xlim=[0, 5], ylim=[0, 10])
+    fig.axes[0].set_title("宽度 $\\sigma$ = 1")
+    fig.suptitle("核回归")
+    assert au._figure_alt(fig) == ("核回归。曲线图「宽度 sigma = 1」：横轴 x（0 到 5），纵轴 y（0 到 10）；"
+                                   "图例：真实函数、预测。")
+    bars, ax = matplotlib.pyplot.subplots()
+    ax.bar(range(3), [1, 2, 3])
+    ax.plot([0, 2], [1, 3], "o")
+    assert au._figure_alt(bars).startswith("散点、柱状图：横轴（")
+
+
+def test_masked_cells_are_hatched_not_only_grey():
+    mask = au.valid_lens_to_mask(torch.tensor([2, 3]), 4, 5)   # (2, 1, 5)
+    weights = au.masked_softmax(torch.rand(2, 4, 5), torch.tensor([2, 3]))
+    fig = au.show_heatmaps(weights[None], "键", "查询", mask=mask[None])
+    for ax, masked_cells in zip([ax for ax in fig.axes if ax.images], (4 * 3, 4 * 2)):
+        hatched = [c for c in ax.collections if c.get_hatch() == "///"]
+        assert len(hatched) == 1 and len(hatched[0].get_paths()) == masked_cells
+    unmasked = au.show_heatmaps(weights[0], "键", "查询")
+    assert not unmasked.axes[0].collections
