@@ -4,209 +4,193 @@
 
 writes, next to this script:
 
+* 04_multihead.png -- the data flow of multi-head attention: per head i the
+  projections W_i^(q), W_i^(k), W_i^(v), one scaled dot-product attention,
+  head_i of width d; concatenation to h = H*d; output projection W_o.
+  Heads are numbered 0 .. H-1, as in the deck's formula and code.
 * 04_transpose_qkv.png -- where each entry of X (B, n, H*d) goes in
-  transpose_qkv: (B, n, H*d) -> (B, n, H, d) -> (B, H, n, d) -> (B*H, n, d).
-  Cell labels are the values of the deck's tiny tensor X[b, t, c] = 100b + 10t + c.
-* 04_multihead.png -- the data flow of multi-head attention: H projections,
-  H scaled dot-product heads, concatenation, output projection W_o.
+  transpose_qkv: (B, n, H*d) -> (B, H, n, d) -> (B*H, n, d), and back
+  (transpose_output). Every panel holds both sequences b = 0 and b = 1;
+  the arrows between panels give the direction. Cell labels are the values of
+  the deck's tiny tensor X[b, t, c] = 100b + 10t + c.
 
-Every label is Chinese (d2l-zh terms), drawn with a CJK font fallback.
+The figures are drawn in the course figure style of attention_utils (fonts,
+sizes, CJK fallback) and saved with au._png, so each PNG carries the figure
+report that tests/test_lecture_rules.py reads (smallest text as displayed).
 """
 
+import sys
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import attention_utils as au  # noqa: E402  (sets the course style and CJK fonts)
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
-# CJK fonts on Linux, macOS, Windows (the first installed one wins), as in attention_utils.
-plt.rcParams["font.sans-serif"] = ["Noto Sans CJK SC", "PingFang SC", "Heiti SC",
-                                   "Microsoft YaHei", "SimHei", "DejaVu Sans"]
-plt.rcParams["axes.unicode_minus"] = False
-B, N, H, D = 2, 3, 2, 2
-HEAD_COLOURS = ["#9ecae1", "#fdae6b"]       # head 0 blue, head 1 orange
-EDGE = {0: "#08519c", 1: "#a63603"}         # batch 0 dark blue edge, batch 1 dark red
+INK = "#111827"                              # all text: near black
+HEAD_FILL = ["#bfdbfe", "#fed7aa", "#bbf7d0"]  # head 0 blue, head 1 orange, head H-1 green
+HEAD_EDGE = ["#1d4ed8", "#c2410c", "#15803d"]
+BATCH_EDGE = {0: "#1e3a8a", 1: "#991b1b"}     # frame of sequence b = 0 (blue), b = 1 (red)
+FORWARD, BACKWARD = "#111827", "#6d28d9"      # transpose_qkv black, transpose_output purple
+B, N, H, D = 2, 3, 2, 2                       # the deck's tiny tensor
 
 
-def cell(ax, x, y, text, head, batch, w=1.0, h=1.0):
-    ax.add_patch(Rectangle((x, y), w, h, facecolor=HEAD_COLOURS[head],
-                           edgecolor="white", linewidth=1.5))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", fontsize=9,
-            color="black", family="monospace")
-
-
-def frame(ax, x, y, w, h, batch, label=None, label_side="left"):
-    ax.add_patch(Rectangle((x - 0.08, y - 0.08), w + 0.16, h + 0.16, fill=False,
-                           edgecolor=EDGE[batch], linewidth=2))
-    if label:
-        if label_side == "left":
-            ax.text(x - 0.3, y + h / 2, label, ha="right", va="center",
-                    fontsize=9, color=EDGE[batch])
-        else:
-            ax.text(x + w + 0.3, y + h / 2, label, ha="left", va="center",
-                    fontsize=9, color=EDGE[batch])
-
-
-def value(b, t, c):
-    return f"{100 * b + 10 * t + c:3d}"
-
-
-def arrow(ax, x0, x1, y, text, below=None, colour="black"):
-    ax.add_patch(FancyArrowPatch((x0, y), (x1, y), arrowstyle="-|>",
-                                 mutation_scale=16, linewidth=1.6, color=colour))
-    ax.text((x0 + x1) / 2, y + 0.35, text, ha="center", va="bottom",
-            fontsize=9, family="monospace", color=colour)
-    if below:
-        ax.text((x0 + x1) / 2, y - 0.35, below, ha="center", va="top",
-                fontsize=8, color="dimgray")
-
-
-def transpose_qkv_diagram():
-    fig, ax = plt.subplots(figsize=(13, 4.6))
-    top = 8.6                       # y of the first row; rows go downwards
-    # ---- panel 1: X (B, n, H*d)
-    x0 = 1.0
-    ax.text(x0 + 2, top + 2.5, "X  (B, n, H*d)", ha="center", fontsize=12,
-            weight="bold")
-    ax.text(x0 + 2, top + 1.95, "第 c 列属于头 c // d", ha="center",
-            fontsize=8, color="dimgray")
-    for b in range(B):
-        y_b = top - b * (N + 1.2)
-        for t in range(N):
-            for c in range(H * D):
-                cell(ax, x0 + c, y_b - t, value(b, t, c), c // D, b)
-        frame(ax, x0, y_b - N + 1, H * D, N, b, f"b={b}")
-    for c in range(H * D):
-        ax.text(x0 + c + 0.5, top + 1.25, f"c={c}", ha="center", fontsize=8)
-
-    # ---- panel 2: (B, H, n, d) -- the modern layout
-    x1 = 10.2
-    ax.text(x1 + 2.3, top + 2.5, "(B, H, n, d)", ha="center", fontsize=12,
-            weight="bold")
-    ax.text(x1 + 2.3, top + 1.95, "现代布局（SDPA、nanoGPT）",
-            ha="center", fontsize=8, color="dimgray")
-    for b in range(B):
-        y_b = top - b * (N + 1.2)
-        for i in range(H):
-            xi = x1 + i * (D + 0.6)
-            for t in range(N):
-                for j in range(D):
-                    cell(ax, xi + j, y_b - t, value(b, t, i * D + j), i, b)
-            frame(ax, xi, y_b - N + 1, D, N, b)
-            if b == 0:
-                ax.text(xi + D / 2, top + 1.25, f"头 {i}", ha="center",
-                        fontsize=9)
-        ax.text(x1 - 0.3, y_b - N / 2 + 0.5, f"b={b}", ha="right", va="center",
-                fontsize=9, color=EDGE[b])
-
-    # ---- panel 3: (B*H, n, d) -- the book's layout
-    x2 = 19.4
-    ax.text(x2 + 1, top + 2.5, "(B*H, n, d)", ha="center", fontsize=12,
-            weight="bold")
-    ax.text(x2 + 1, top + 1.95, "书的布局（d2l）",
-            ha="center", fontsize=8, color="dimgray")
-    gap = 0.35
-    for b in range(B):
-        for i in range(H):
-            row = b * H + i
-            y_r = top - row * (N + gap) * 0.62 * 1.0
-            # draw smaller cells so four blocks fit the height of two
-            for t in range(N):
-                for j in range(D):
-                    ax.add_patch(Rectangle((x2 + j, y_r - t * 0.62), 1, 0.62,
-                                           facecolor=HEAD_COLOURS[i],
-                                           edgecolor="white", linewidth=1.2))
-                    ax.text(x2 + j + 0.5, y_r - t * 0.62 + 0.31,
-                            value(b, t, i * D + j), ha="center", va="center",
-                            fontsize=7.5, family="monospace")
-            ax.add_patch(Rectangle((x2 - 0.08, y_r - (N - 1) * 0.62 - 0.06),
-                                   D + 0.16, N * 0.62 + 0.12, fill=False,
-                                   edgecolor=EDGE[b], linewidth=2))
-            ax.text(x2 + D + 0.3, y_r - (N - 1) * 0.62 / 2 + 0.31,
-                    f"第 {row} 行 = 序列 {b} 的头 {i}", ha="left", va="center",
-                    fontsize=9, color=EDGE[b])
-
-    # ---- arrows
-    arrow(ax, x0 + H * D + 0.4, x1 - 1.2, top - 0.5, "reshape",
-          "+ permute")
-    arrow(ax, x1 + H * D + 0.6 + 0.4, x2 - 0.4, top - 0.5, "reshape",
-          "把 H 并入 B（复制）")
-    arrow(ax, x2 - 0.4, x1 + H * D + 0.6 + 0.4, top - 4.7, "reshape",
-          "拆开 B·H", colour="#54278f")
-    arrow(ax, x1 - 1.2, x0 + H * D + 0.4, top - 4.7, "permute",
-          "+ reshape", colour="#54278f")
-
-    ax.text(x0 - 0.9, top - 2 * (N + 1.2) + 0.2,
-            "transpose_qkv：从左到右（黑）     "
-            "transpose_output：从右到左（紫）     "
-            "格子里的数 = X[b, t, c] = 100b + 10t + c     "
-            "颜色 = 头     框 = 序列 b",
-            fontsize=9, color="dimgray")
-    ax.set_xlim(-0.6, 27.6)
-    ax.set_ylim(top - 2 * (N + 1.2) - 0.3, top + 3.0)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    fig.savefig(HERE / "04_transpose_qkv.png", dpi=110, bbox_inches="tight",
-                facecolor="white")
+def save(fig, name):
+    (HERE / name).write_bytes(au._png(fig))
     plt.close(fig)
 
 
-def box(ax, x, y, w, h, text, colour, fontsize=10):
-    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0.05,rounding_size=0.12",
-                                facecolor=colour, edgecolor="#333333", linewidth=1.2))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center",
-            fontsize=fontsize)
+def canvas(width, height, xlim, ylim):
+    """One axes filling the figure, equal units, y upwards."""
+    fig = plt.figure(figsize=(width, height), layout="none")
+    ax = fig.add_axes([0, 0, 1, 1])
+    ax.set_xlim(*xlim)
+    ax.set_ylim(*ylim)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    return fig, ax
 
 
-def link(ax, p0, p1, colour="#333333"):
-    ax.add_patch(FancyArrowPatch(p0, p1, arrowstyle="-|>", mutation_scale=12,
-                                 linewidth=1.1, color=colour))
+def arrow(ax, start, end, colour=INK, width=1.8):
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle="-|>", mutation_scale=18,
+                                 linewidth=width, color=colour, shrinkA=0, shrinkB=0))
+
+
+# ---------------------------------------------------------------- data flow
+
+def box(ax, x, y, w, h, text, fill, edge=INK):
+    ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0,rounding_size=0.12",
+                                facecolor=fill, edgecolor=edge, linewidth=1.6))
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", color=INK)
 
 
 def multihead_diagram():
-    fig, ax = plt.subplots(figsize=(11, 4.3))
-    heads = 3
-    head_colours = ["#9ecae1", "#fdae6b", "#a1d99b"]
-    xs = [0.6, 4.4, 8.2]                      # left edge of each head column
-    # inputs
-    for k, (name, shape) in enumerate([("查询", "(B, L, $d_q$)"),
-                                       ("键", "(B, S, $d_k$)"),
-                                       ("值", "(B, S, $d_v$)")]):
-        ax.text(0.2 + 4.6 * k + 1.4, 0.15, f"{name} {shape}", ha="center",
-                fontsize=10, weight="bold")
-    for i in range(heads):
-        x = xs[i]
-        label = "头 H-1" if i == heads - 1 else f"头 {i}"
-        for j, w in enumerate(["W_q", "W_k", "W_v"]):
-            sup = "H-1" if i == heads - 1 else str(i)
-            box(ax, x + j * 1.05, 1.3, 0.9, 0.6, f"$W_{w[-1]}^{{({sup})}}$",
-                head_colours[i], 10)
-            link(ax, (0.2 + 4.6 * j + 1.4, 0.55), (x + j * 1.05 + 0.45, 1.25),
-                 colour="#bbbbbb")
-            link(ax, (x + j * 1.05 + 0.45, 1.95), (x + 1.5, 2.65))
-        box(ax, x, 2.7, 3.0, 0.8, "缩放点积注意力", head_colours[i], 9)
-        ax.text(x + 1.5, 3.6, f"{label}：(B, L, d)", ha="center", fontsize=9)
-    ax.text(7.55, 3.05, "...", fontsize=18, ha="center", va="center")
-    box(ax, 2.5, 4.3, 6.8, 0.6, "拼接：(B, L, H·d) = (B, L, h)", "#eeeeee", 10)
-    for i in range(heads):
-        link(ax, (xs[i] + 1.5, 3.85), (2.5 + 6.8 * (i + 0.5) / heads, 4.25))
-    box(ax, 4.4, 5.4, 3.0, 0.6, "$W_o$：h → h", "#dadaeb", 10)
-    link(ax, (5.9, 4.95), (5.9, 5.35))
-    ax.text(5.9, 6.45, "输出 (B, L, h)", ha="center", fontsize=10, weight="bold")
-    link(ax, (5.9, 6.05), (5.9, 6.38))
-    ax.text(11.6, 2.4, "每个头拥有\nW_q、W_k、W_v\n输出中的 d = h / H 维",
-            fontsize=9, color="dimgray", va="center")
-    ax.set_xlim(0, 13.4)
-    ax.set_ylim(-0.1, 6.9)
-    ax.axis("off")
-    fig.savefig(HERE / "04_multihead.png", dpi=135, bbox_inches="tight",
-                facecolor="white")
-    plt.close(fig)
+    fig, ax = canvas(11.6, 5.3, (0, 14.5), (0, 6.6))
+    heads = [0, 1, "H-1"]
+    left = [0.3, 5.0, 9.9]                   # left edge of each head's column
+    w_box, gap = 1.35, 0.1                    # projection boxes
+    inputs = {"q": (2.3, "查询 $\\mathbf{q}$"), "k": (7.0, "键 $\\mathbf{k}$"),
+              "v": (11.7, "值 $\\mathbf{v}$")}
+    for x, text in inputs.values():
+        ax.text(x, 0.25, text, ha="center", va="center", color=INK, weight="bold")
+    for col, (x0, head) in enumerate(zip(left, heads)):
+        for j, name in enumerate("qkv"):
+            x = x0 + j * (w_box + gap)
+            box(ax, x, 1.15, w_box, 0.75, f"$\\mathbf{{W}}_{{{head}}}^{{({name})}}$",
+                HEAD_FILL[col], HEAD_EDGE[col])
+            arrow(ax, (inputs[name][0], 0.55), (x + w_box / 2, 1.12), colour="#6b7280", width=1.2)
+            arrow(ax, (x + w_box / 2, 1.92), (x0 + 2.1, 2.55))
+        box(ax, x0, 2.6, 4.25, 0.8, "缩放点积注意力", HEAD_FILL[col], HEAD_EDGE[col])
+        ax.text(x0 + 2.1, 3.75, f"$\\mathrm{{head}}_{{{head}}}$：(B, L, $d$)", ha="center",
+                va="center", color=INK)
+    ax.text(9.62, 3.0, "…", ha="center", va="center", color=INK, weight="bold")
+    box(ax, 2.6, 4.55, 9.3, 0.75, "拼接：(B, L, $H\\cdot d$) = (B, L, $h$)", "#e5e7eb")
+    for x0 in left:
+        arrow(ax, (x0 + 2.1, 4.0), (x0 + 2.1 + 0.3 * (7.25 - x0 - 2.1), 4.52))
+    box(ax, 5.2, 5.75, 4.1, 0.7, "$\\mathbf{W}_o$：$h\\to h$", "#ddd6fe")
+    arrow(ax, (7.25, 5.32), (7.25, 5.72))
+    arrow(ax, (9.32, 6.1), (10.3, 6.1))
+    ax.text(10.4, 6.1, "输出 (B, L, $h$)", ha="left", va="center", color=INK, weight="bold")
+    ax.text(0.3, 6.1, "每个头 $d = h/H$ 维", ha="left", va="center", color=INK)
+    save(fig, "04_multihead.png")
+
+
+# ---------------------------------------------------------------- transpose_qkv
+
+CELL_W, CELL_H = 1.25, 1.0
+
+
+def cell(ax, x, y, b, t, c, head):
+    """The cell holding X[b, t, c], lower-left corner (x, y)."""
+    ax.add_patch(Rectangle((x, y), CELL_W, CELL_H, facecolor=HEAD_FILL[head],
+                           edgecolor="white", linewidth=2))
+    ax.text(x + CELL_W / 2, y + CELL_H / 2, f"{100 * b + 10 * t + c}", ha="center",
+            va="center", color=INK, family="monospace")
+
+
+def frame(ax, x, y, columns, rows, b):
+    ax.add_patch(Rectangle((x - 0.07, y - 0.07), columns * CELL_W + 0.14, rows * CELL_H + 0.14,
+                           fill=False, edgecolor=BATCH_EDGE[b], linewidth=2.6))
+
+
+def transpose_qkv_diagram():
+    top = 13.0                                # top edge of the cell area
+    block_gap = 0.35                          # between the four blocks of panel 3
+    panel3_height = B * H * N * CELL_H + (B * H - 1) * block_gap
+    middle = top - panel3_height / 2          # arrows run here, between b = 0 and b = 1
+    batch_gap = 1.0                           # between b = 0 and b = 1 in panels 1 and 2
+    y_batch = {0: middle + batch_gap / 2, 1: middle - batch_gap / 2 - N * CELL_H}  # lower edges
+    fig, ax = canvas(12.0, 5.6, (-1.6, 28.6), (-2.4, top + 1.4))
+
+    # panel 1: X (B, n, H*d)
+    x1 = 0.0
+    ax.text(x1 + 2 * CELL_W, top + 0.8, "X：(B, n, $H\\cdot d$)", ha="center", color=INK,
+            weight="bold")
+    ax.text(x1 - 0.3, y_batch[0] + N * CELL_H + 0.5, "列 $c$", ha="right", va="center",
+            color=INK)
+    for c in range(H * D):
+        ax.text(x1 + (c + 0.5) * CELL_W, y_batch[0] + N * CELL_H + 0.5, f"{c}",
+                ha="center", va="center", color=INK)
+    for b in range(B):
+        for t in range(N):
+            for c in range(H * D):
+                cell(ax, x1 + c * CELL_W, y_batch[b] + (N - 1 - t) * CELL_H, b, t, c, c // D)
+        frame(ax, x1, y_batch[b], H * D, N, b)
+        ax.text(x1 - 0.3, y_batch[b] + N * CELL_H / 2, f"$b={b}$", ha="right", va="center",
+                color=BATCH_EDGE[b], weight="bold")
+
+    # panel 2: (B, H, n, d), the modern layout
+    x2 = 9.5
+    head_gap = 0.5
+    ax.text(x2 + 2.7, top + 0.8, "(B, $H$, n, $d$)：现代布局", ha="center", color=INK,
+            weight="bold")
+    for i in range(H):
+        xi = x2 + i * (D * CELL_W + head_gap)
+        ax.text(xi + D * CELL_W / 2, y_batch[0] + N * CELL_H + 0.5, f"头 {i}", ha="center",
+                va="center", color=HEAD_EDGE[i], weight="bold")
+        for b in range(B):
+            for t in range(N):
+                for j in range(D):
+                    cell(ax, xi + j * CELL_W, y_batch[b] + (N - 1 - t) * CELL_H, b, t,
+                         i * D + j, i)
+            frame(ax, xi, y_batch[b], D, N, b)
+
+    # panel 3: (B*H, n, d), the book's layout
+    x3 = 19.2
+    ax.text(x3 + 2.2, top + 0.8, "($B\\cdot H$, n, $d$)：书的布局", ha="center", color=INK,
+            weight="bold")
+    for row in range(B * H):
+        b, i = divmod(row, H)
+        y_row = top - (row + 1) * N * CELL_H - row * block_gap
+        for t in range(N):
+            for j in range(D):
+                cell(ax, x3 + j * CELL_W, y_row + (N - 1 - t) * CELL_H, b, t, i * D + j, i)
+        frame(ax, x3, y_row, D, N, b)
+        ax.text(x3 + D * CELL_W + 0.3, y_row + N * CELL_H / 2, f"第 {row} 行：序列 {b} 的头 {i}", ha="left",
+                va="center", color=BATCH_EDGE[b], weight="bold")
+
+    # arrows: transpose_qkv left to right above the middle, transpose_output back below it
+    for start, end, forward, backward in [
+            (x1 + H * D * CELL_W + 0.3, x2 - 0.3, "reshape\n+ permute", "permute\n+ reshape"),
+            (x2 + 2 * D * CELL_W + head_gap + 0.3, x3 - 0.3, "reshape\n（复制）", "reshape")]:
+        arrow(ax, (start, middle + 0.2), (end, middle + 0.2), FORWARD)
+        ax.text((start + end) / 2, middle + 0.4, forward, ha="center", va="bottom",
+                color=FORWARD, linespacing=1.1)
+        arrow(ax, (end, middle - 0.2), (start, middle - 0.2), BACKWARD)
+        ax.text((start + end) / 2, middle - 0.4, backward, ha="center", va="top",
+                color=BACKWARD, linespacing=1.1)
+
+    ax.text(-1.5, -1.0, "黑箭头：transpose_qkv（从左到右）    紫箭头：transpose_output（原路返回）",
+            ha="left", va="center", color=INK)
+    ax.text(-1.5, -2.0, "格子里的数 $X[b,t,c]=100b+10t+c$    底色：头    框色：序列 $b$",
+            ha="left", va="center", color=INK)
+    save(fig, "04_transpose_qkv.png")
 
 
 if __name__ == "__main__":
-    transpose_qkv_diagram()
     multihead_diagram()
+    transpose_qkv_diagram()
