@@ -153,7 +153,6 @@ def export_deck(path: Path, out: Path, settings: dict) -> dict:
     c.SlidesExporter.embed_images = True
     c.SlidesExporter.exclude_input_prompt = True
     c.SlidesExporter.exclude_output_prompt = True
-    c.SlidesExporter.language_code = "zh-CN"  # <html lang>: a screen reader reads with a Chinese voice
 
     nb = nbformat.read(path, as_version=4)
     static_widgets(nb)
@@ -164,7 +163,9 @@ def export_deck(path: Path, out: Path, settings: dict) -> dict:
         "course_css_url": "assets/course.css",
     }
     body, _ = exporter.from_notebook_node(nb, resources=resources)
-    # The title slide's English subtitle is read with an English voice.
+    # A screen reader reads the page with a Chinese voice (nbconvert's
+    # language_code takes only two-letter codes), the English subtitle in English.
+    body = re.sub(r'<html lang="[^"]*">', '<html lang="zh-CN">', body, count=1)
     body = body.replace('<p class="au-subtitle">', '<p class="au-subtitle" lang="en">')
     target = out / f"{path.stem}.slides.html"
     target.write_text(body, encoding="utf-8")
