@@ -2621,13 +2621,16 @@ def _student_line(error, student):
 
 def _call(student, *args, example, name, copy=True):
     """``student(*args)``, on copies of the tensors unless ``copy=False``; an
-    exception in the student's code becomes _StudentRaised."""
+    exception in the student's code becomes _StudentRaised, named after the
+    student's function (a deck's stub may be called my_masked_softmax), or
+    after ``name`` when it has no name of its own (a lambda)."""
     if copy:
         args = [a.clone() if isinstance(a, torch.Tensor) else a for a in args]
     try:
         return student(*args)
     except Exception as error:              # the student's bug, shown briefly
-        raise _StudentRaised(error, example, name) from None
+        own = getattr(student, "__name__", "")
+        raise _StudentRaised(error, example, own if own.isidentifier() else name) from None
 
 
 def _as_tensor(got, example, expected_text="一个张量"):
