@@ -1705,7 +1705,10 @@ def _figure_alt(fig):
     text = getattr(fig, "_au_alt", None)
     if not text:
         heatmaps = getattr(fig, "_au_heatmaps", None)
-        text = _heatmaps_alt(fig, **heatmaps) if heatmaps else _plot_alt(fig)
+        try:
+            text = _heatmaps_alt(fig, **heatmaps) if heatmaps else _plot_alt(fig)
+        except Exception:                   # a figure reshaped oddly: say less, but still show it
+            text = "一幅图（没能自动生成文字说明）。"
         title = fig._suptitle.get_text() if fig._suptitle is not None else ""
         text = f"{_plain(title)}。{text}" if title.strip() else text
     return text if len(text) <= MAX_ALT_CHARS else text[:MAX_ALT_CHARS - 1] + "…"
@@ -1723,9 +1726,15 @@ def _data_axes(fig):
 
 
 def _plot_alt(fig):
-    """'曲线图「title」：横轴 x（0 到 5），纵轴 y；图例：a、b' for every axes."""
+    """'曲线图「title」：横轴 x（0 到 5），纵轴 y；图例：a、b' for every axes
+    ('示意图：label、label' for an axes drawn without axis lines)."""
     parts = []
     for ax in _data_axes(fig):
+        if not ax.axison:                   # a diagram: say what its labels say
+            words = [_plain(t.get_text()) for t in ax.texts if t.get_visible() and t.get_text().strip()]
+            title = _plain(ax.get_title())
+            parts.append("示意图" + (f"「{title}」" if title else "") + ("：" + "、".join(words[:12]) if words else ""))
+            continue
         kinds = []
         if any(line.get_linestyle() not in ("None", "") for line in ax.lines):
             kinds.append("曲线")

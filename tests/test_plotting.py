@@ -374,3 +374,16 @@ def test_masked_cells_are_hatched_not_only_grey():
         assert len(hatched) == 1 and len(hatched[0].get_paths()) == masked_cells
     unmasked = au.show_heatmaps(weights[0], "键", "查询")
     assert not unmasked.axes[0].collections
+
+
+def test_diagram_alt_lists_its_labels_and_a_broken_figure_still_renders():
+    fig, ax = matplotlib.pyplot.subplots()
+    ax.add_patch(matplotlib.patches.Rectangle((0, 0), 1, 1))
+    for x, word in enumerate(["查询", "键", "值"]):
+        ax.text(x, 0, word)
+    ax.set_axis_off()
+    assert au._figure_alt(fig) == "示意图：查询、键、值。"
+    broken = au.show_heatmaps(torch.eye(3), "k", "q")
+    broken.axes[0].set_visible(False)                          # no panel left to describe
+    png, alt = au._png_and_alt(broken)
+    assert png.startswith(b"\x89PNG") and alt == "一幅图（没能自动生成文字说明）。"
