@@ -114,6 +114,7 @@ __all__ = [
     "interactive",
     # concept questions (live, offline and unrun)
     "quiz",
+    "load_quizzes",
     # self-check exercises: check_<name>(the student's function)
     "check_attention_pooling",
     "check_softmax",
@@ -2444,8 +2445,9 @@ def quiz(question, options, answer):
     It works live in JupyterLab (buttons), in the offline slides (the same
     buttons in the stored HTML, no kernel, no network), and reads as plain
     text in a notebook viewer without giving the answer away. End the cell
-    with the call. Hide the cell's input from students (the explanations are
-    in it): ``"jupyter": {"source_hidden": true}`` in the cell's metadata.
+    with the call. A deck keeps its questions in a JSON file and shows them
+    with ``load_quizzes``, so that a notebook viewer, which shows every cell's
+    source, never shows the answers.
 
     Args:
         question: the question (Chinese; $...$ math is typeset live and offline).
@@ -2475,6 +2477,38 @@ def quiz(question, options, answer):
         raise ValueError(f"expected answer to be the index of the right option, 0 to "
                          f"{len(options) - 1}, got {answer!r}")
     return _Quiz(question, [tuple(option) for option in options], answer)
+
+
+def load_quizzes(path):
+    """A deck's concept questions, read from a JSON file, by name.
+
+    The questions of a deck live beside it (``notebooks/quizzes/<deck>.json``),
+    not in its cells: a notebook viewer shows a cell's source, and the source
+    of an ``au.quiz(...)`` call holds the answer and the explanations. A deck
+    loads them in its set-up cell and shows one per cell::
+
+        quizzes = au.load_quizzes("quizzes/05_self_attention_and_positional_encoding.json")
+        ...
+        quizzes["why-sqrt-d"]
+
+    The file maps each name to ``{"question": ..., "options": [[text,
+    explanation], ...], "answer": index}``, the arguments of ``quiz``.
+
+    Returns:
+        A dict from name to the quiz, in the file's order.
+    """
+    with open(path, encoding="utf-8") as f:
+        entries = json.load(f)
+    if not isinstance(entries, dict) or not entries:
+        raise ValueError(f"expected {path} to hold a JSON object of named questions, "
+                         f"got {type(entries).__name__}")
+    quizzes = {}
+    for name, entry in entries.items():
+        if not isinstance(entry, dict) or set(entry) != {"question", "options", "answer"}:
+            raise ValueError(f"expected question {name!r} in {path} to have exactly the keys "
+                             f"question, options, answer, got {entry!r:.80}")
+        quizzes[name] = quiz(entry["question"], [tuple(o) for o in entry["options"]], entry["answer"])
+    return quizzes
 
 
 # --------------------------------------------------------------------------

@@ -132,6 +132,14 @@ def static_widgets(nb) -> None:
                     output["data"] = {"text/html": WIDGET_NOTE}
 
 
+def hide_quiz_inputs(nb) -> None:
+    """A concept question shows as its buttons, not as the cell that shows it."""
+    for cell in nb.cells:
+        if any('class="au-quiz"' in "".join(o.get("data", {}).get("text/html", ""))
+               for o in cell.get("outputs", [])):
+            cell.metadata["transient"] = {"remove_source": True}
+
+
 def export_deck(path: Path, out: Path, settings: dict) -> dict:
     import nbformat
     from nbconvert import SlidesExporter
@@ -156,6 +164,7 @@ def export_deck(path: Path, out: Path, settings: dict) -> dict:
 
     nb = nbformat.read(path, as_version=4)
     static_widgets(nb)
+    hide_quiz_inputs(nb)
     exporter = SlidesExporter(config=c)
     resources = {
         "metadata": {"name": path.stem, "path": str(path.parent)},

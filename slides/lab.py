@@ -75,9 +75,10 @@ def prepare(workdir: Path, notebooks: Path = ROOT / "notebooks", images: Path = 
     workdir.mkdir(parents=True, exist_ok=True)
     manifest_path = workdir / "sources.json"
     manifest = json.loads(manifest_path.read_text(encoding="utf-8")) if manifest_path.exists() else {}
-    for folder, name, pattern in ((notebooks, "notebooks", "*.ipynb"), (images, "img", "*.png")):
+    for folder, name, pattern in ((notebooks, "notebooks", "*.ipynb"), (images, "img", "*.png"),
+                                  (notebooks / "quizzes", "notebooks/quizzes", "*.json")):
         target_dir = workdir / name
-        target_dir.mkdir(exist_ok=True)
+        target_dir.mkdir(parents=True, exist_ok=True)
         for source in sorted(folder.glob(pattern)):
             target, key = target_dir / source.name, f"{name}/{source.name}"
             digest = _digest(source)

@@ -116,3 +116,19 @@ def test_deck_ends_with_summary_and_exercises_with_checked_solutions(deck):
     first_exercise = next(i for i, c in enumerate(cells)
                           if c["cell_type"] == "markdown" and re.search(r"^#+ .*练习", source(c), re.M))
     assert all(cells.index(c) > first_exercise for c in solutions), "a reference solution before 练习"
+
+
+def test_self_check_exercises_and_concept_questions(deck):
+    """Issue 15: at least two coding exercises a student checks alone (a stub and a check
+    cell), and at least three concept questions on the slides whose answers a notebook
+    viewer does not show (they are loaded from notebooks/quizzes/, not written in a cell)."""
+    cells = code_cells(deck)
+    checks = [c for c in cells if re.search(r"\bau\.check_\w+\(", source(c))
+              and any("尚未实现" in "".join(o.get("text", "")) for o in c.get("outputs", []))]
+    assert len(checks) >= 2, "at least two check cells whose stored run shows the stub's 尚未实现 message"
+    quizzes = [c for c in cells if slide_type(c) not in ("skip", "notes")
+               and any('class="au-quiz"' in "".join(o.get("data", {}).get("text/html", ""))
+                       for o in c.get("outputs", []))]
+    assert len(quizzes) >= 3, f"{len(quizzes)} concept questions on the slides (at least 3)"
+    for c in cells:
+        assert "au.quiz(" not in source(c), "a quiz written in a cell shows its answers in a notebook viewer"

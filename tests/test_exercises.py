@@ -832,3 +832,23 @@ def test_offline_quiz_explains_the_clicked_option_in_chromium(tmp_path):
         pressed = page.eval_on_selector_all(".au-quiz-option", "bs => bs.map(b => b.getAttribute('aria-pressed'))")
         assert pressed == ["true", "false", "false"]
         assert log.external == [] and log.errors == []
+
+
+def test_load_quizzes_reads_a_decks_questions_by_name(tmp_path):
+    path = tmp_path / "quizzes.json"
+    path.write_text(json.dumps({
+        "why-sqrt-d": {"question": "为什么除以 √d？", "options": [["方差回到 1", "对。"], ["防止溢出", "不对。"]],
+                       "answer": 0},
+        "polarity": {"question": "True 表示什么？", "options": [["允许", "对。"], ["忽略", "不对。"]], "answer": 0},
+    }, ensure_ascii=False), encoding="utf-8")
+    quizzes = au.load_quizzes(path)
+    assert list(quizzes) == ["why-sqrt-d", "polarity"]
+    bundle = quizzes["why-sqrt-d"]._repr_mimebundle_()
+    assert "为什么除以 √d" in bundle["text/plain"] and "对。" not in bundle["text/plain"]
+
+
+def test_load_quizzes_names_a_malformed_question(tmp_path):
+    path = tmp_path / "quizzes.json"
+    path.write_text(json.dumps({"q": {"question": "?", "options": [["a", "b"], ["c", "d"]]}}), encoding="utf-8")
+    with pytest.raises(ValueError, match="exactly the keys question, options, answer"):
+        au.load_quizzes(path)

@@ -335,3 +335,32 @@ def test_offline_sliders_work_with_the_keyboard_and_announce(built, chromium, de
         page.close()
     assert not problems, "\n".join(problems)
     assert log.errors == []
+
+
+# Clicks every option of every offline concept question; returns what each click showed.
+QUIZ_JS = """() => [...document.querySelectorAll('.au-quiz[data-ready]')].map(root => {
+  const buttons = [...root.querySelectorAll('button.au-quiz-option')];
+  const feedback = root.querySelector('.au-quiz-feedback');
+  return buttons.map(b => { b.click(); return {pressed: b.getAttribute('aria-pressed'), text: feedback.textContent}; });
+})"""
+
+
+@pytest.mark.parametrize("deck", DECKS, ids=deck_ids(DECKS))
+def test_offline_concept_questions_explain_every_option(built, chromium, deck):
+    """Every option of every concept question, clicked offline, shows its own explanation and verdict."""
+    page, log = browser.open_static_deck(chromium, built / f"{deck.stem}.slides.html")
+    try:
+        quizzes = page.evaluate(QUIZ_JS)
+        code_shown = page.evaluate("[...document.querySelectorAll('.jp-Cell')].filter(c => c.querySelector("
+                                   "'.au-quiz') && c.querySelector('.jp-InputArea')).length")
+    finally:
+        page.close()
+    assert len(quizzes) >= 3, f"{len(quizzes)} concept questions in the offline deck"
+    for n, clicks in enumerate(quizzes):
+        texts = [c["text"] for c in clicks]
+        assert all(c["pressed"] == "true" for c in clicks), f"question {n}: a clicked option is not marked"
+        assert all(t.startswith(("✓ 正确。", "✗ 不对。")) for t in texts), f"question {n}: {texts}"
+        assert sum(t.startswith("✓") for t in texts) == 1, f"question {n}: not exactly one right option"
+        assert len(set(texts)) == len(texts), f"question {n}: two options share an explanation"
+    assert code_shown == 0, "a quiz cell's source (with its answers) is shown on a slide"
+    assert log.errors == [] and log.external == []
