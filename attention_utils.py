@@ -109,6 +109,7 @@ __all__ = [
     "show_heatmaps",
     "plot",
     "show_source",
+    "describe",
     # interactive figures (live, offline and unrun)
     "Slider",
     "interactive",
@@ -1699,6 +1700,20 @@ _register_png_formatter()
 # where the largest values lie; other plots: titles, axis labels, legends.
 
 MAX_ALT_CHARS = 400
+
+
+def describe(fig, text):
+    """Give ``fig`` a text alternative: what it shows, in words (Chinese).
+
+    A screen reader reads it in the offline slides, and the PDF handouts keep
+    it. Figures drawn by ``show_heatmaps`` and ``plot`` already get one from
+    their titles and labels (``alt=`` replaces it); use this where the point
+    of a figure needs words, e.g. '热力图：权重集中在反对角线上'. Returns ``fig``.
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"expected a non-empty str describing the figure, got {text!r}")
+    fig._au_alt = text
+    return fig
 
 
 def _figure_alt(fig):

@@ -387,3 +387,14 @@ def test_diagram_alt_lists_its_labels_and_a_broken_figure_still_renders():
     broken.axes[0].set_visible(False)                          # no panel left to describe
     png, alt = au._png_and_alt(broken)
     assert png.startswith(b"\x89PNG") and alt == "一幅图（没能自动生成文字说明）。"
+
+
+def test_describe_gives_a_figure_its_text_alternative():
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [1, 0])
+    assert au.describe(fig, "曲线图：从 1 降到 0") is fig
+    assert au._figure_alt(fig) == "曲线图：从 1 降到 0"
+    with pytest.raises(ValueError, match="non-empty str"):
+        au.describe(fig, " ")
