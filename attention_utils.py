@@ -39,6 +39,7 @@ import json
 import math
 import os
 import random
+import re
 import textwrap
 import time
 
@@ -1730,9 +1731,21 @@ def _figure_alt(fig):
     return text if len(text) <= MAX_ALT_CHARS else text[:MAX_ALT_CHARS - 1] + "…"
 
 
+# Mathtext commands a screen reader should say as a symbol (the rest are dropped).
+_MATH_SYMBOLS = {"alpha": "α", "beta": "β", "sigma": "σ", "mu": "μ", "theta": "θ", "delta": "δ",
+                 "top": "ᵀ", "sqrt": "√", "times": "×", "cdot": "·", "sum": "∑", "ldots": "…",
+                 "cdots": "⋯", "infty": "∞", "le": "≤", "ge": "≥", "to": "→", "rightarrow": "→"}
+
+
 def _plain(text):
-    """Figure text as a screen reader should say it: no mathtext dollars or braces."""
-    return " ".join(text.replace("$", "").replace("\\", "").replace("{", "").replace("}", "").split())
+    """Figure text as a screen reader should say it: '$\\mathbf{q}_1$' -> 'q_1'.
+
+    Mathtext dollars, braces and font commands (\\mathbf, \\mathrm, ...) go; a
+    few symbols become their Unicode character.
+    """
+    text = re.sub(r"\\([A-Za-z]+)", lambda m: _MATH_SYMBOLS.get(m.group(1), ""), text)
+    text = text.replace("$", "").replace("{", "").replace("}", "").replace("^ᵀ", "ᵀ")
+    return " ".join(text.split())
 
 
 def _data_axes(fig):
@@ -2906,7 +2919,7 @@ def _softmax_steps(student):
     example = "scores = [[-inf, -inf, -inf]]"
     got = _as_tensor(_call(student, x, example=example, name=name), example)
     if got.isnan().all():
-        all_masked = "得到 NaN（与 F.softmax 相同；au.masked_softmax 把这种行变成全 0）"
+        all_masked = "得到 NaN（与 F.softmax 相同；au.masked_softmax 对有效长度为 0 的行给出全 0）"
     elif got.shape == x.shape and (got == 0).all():
         all_masked = "得到全 0（与 au.masked_softmax 对有效长度为 0 的行相同）"
     else:

@@ -398,3 +398,7 @@ def test_describe_gives_a_figure_its_text_alternative():
     assert au._figure_alt(fig) == "曲线图：从 1 降到 0"
     with pytest.raises(ValueError, match="non-empty str"):
         au.describe(fig, " ")
+
+
+def test_text_alternatives_say_math_as_symbols():
+    assert au._plain(r"$\mathbf{q}_1$ 与 $\alpha_i$，$\sqrt{d}$，$\mathbf{q}^\top\mathbf{k}$") == "q_1 与 α_i，√d，qᵀk"
