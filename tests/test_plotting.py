@@ -357,7 +357,7 @@ def test_plot_alt_from_titles_labels_ranges_and_legend():
     fig = au.plot(x, [x, 2 * x], "$x$", "y", legend=["真实函数", "预测"], xlim=[0, 5], ylim=[0, 10])
     fig.axes[0].set_title("宽度 $\\sigma$ = 1")
     fig.suptitle("核回归")
-    assert au._figure_alt(fig) == ("核回归。曲线图「宽度 sigma = 1」：横轴 x（0 到 5），纵轴 y（0 到 10）；"
+    assert au._figure_alt(fig) == ("核回归。曲线图「宽度 σ = 1」：横轴 x（0 到 5），纵轴 y（0 到 10）；"
                                    "图例：真实函数、预测。")
     bars, ax = matplotlib.pyplot.subplots()
     ax.bar(range(3), [1, 2, 3])
