@@ -302,10 +302,12 @@ def run_all(page, timeout_s: float = 120) -> None:
 
 
 def interactive_cells(deck: Path) -> list[int]:
+    """The cells of interactive figures (au.interactive); concept questions are widgets too."""
     nb = nbformat.read(deck, as_version=4)
     return [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
             and c.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes")
-            and any(WIDGET_VIEW in o.get("data", {}) for o in c.get("outputs", []))]
+            and any(WIDGET_VIEW in o.get("data", {}) and "au-interactive" in "".join(o["data"].get("text/html", ""))
+                    for o in c.get("outputs", []))]
 
 
 SLIDERS_JS = """i => { const cell = jupyterapp.shell.currentWidget.content.widgets[i].node;

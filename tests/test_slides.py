@@ -191,6 +191,7 @@ def test_static_deck_offline(built, chromium, deck):
         notes = sum(c.metadata.get("slideshow", {}).get("slide_type") == "notes" for c in nb.cells)
         assert page.evaluate("document.querySelectorAll('aside.notes').length") == notes, "speaker notes lost"
         widgets = sum("application/vnd.jupyter.widget-view+json" in o.get("data", {})
+                      and "au-interactive" in "".join(o["data"].get("text/html", ""))
                       for c in nb.cells if c.cell_type == "code"
                       and c.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes")
                       for o in c.outputs)
