@@ -2,124 +2,127 @@
 
     .venv/bin/python img/06_diagrams.py
 
-writes 06_bottleneck.png next to this script. Two panels, the same RNN
-encoder in both:
-  (a) the plain encoder-decoder: only the last encoder state reaches the
-      decoder, as one context variable c used at every decoding step;
-  (b) Bahdanau attention: at decoding step t' the previous decoder state
-      s_{t'-1} is the query, every encoder state h_t is a key and a value,
-      and the context c_{t'} is their weighted sum (line width ~ weight).
-Every label is Chinese (d2l-zh terms), drawn with a CJK font fallback.
+writes 06_bottleneck.png next to this script. Two panels, the same GRU
+encoder (T = 4 source tokens) in both:
+
+  (a) the plain encoder-decoder of attention_utils (Seq2SeqEncoder +
+      Seq2SeqDecoder): the encoder's last state h_4 is the decoder's initial
+      hidden state s_0 *and* the context c, which is concatenated to the
+      embedded previous token y_{t'-1} at every decoding step;
+  (b) Bahdanau attention (Seq2SeqAttentionDecoder): at step t' the previous
+      decoder state s_{t'-1} is the query, every encoder state h_t is a key
+      and a value (line width ~ an illustrative weight), the pooled context
+      c_{t'} is concatenated to the embedded previous token y_{t'-1}, and the
+      GRU turns them and s_{t'-1} into s_{t'}.
+
+Drawn in the course figure style of attention_utils (fonts, sizes, CJK
+fallback) and saved with au._png, so the PNG carries the figure report that
+tests/test_lecture_rules.py reads. 1200 x 480 px: shown unshrunk on a slide.
 """
 
+import sys
 from pathlib import Path
 
 import matplotlib
 
 matplotlib.use("Agg")
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent))
+import attention_utils as au  # noqa: E402  (sets the course style and CJK fonts)
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.patches import FancyArrowPatch, FancyBboxPatch  # noqa: E402
 
-HERE = Path(__file__).resolve().parent
-# CJK fonts on Linux, macOS, Windows (the first installed one wins), as in attention_utils.
-plt.rcParams["font.sans-serif"] = ["Noto Sans CJK SC", "PingFang SC", "Heiti SC",
-                                   "Microsoft YaHei", "SimHei", "DejaVu Sans"]
-plt.rcParams["axes.unicode_minus"] = False
-plt.rcParams["mathtext.fontset"] = "dejavusans"
-ENCODER, DECODER, CONTEXT, ATTENTION = "#c6dbef", "#fdd0a2", "#fc9272", "#a1d99b"
-DARK = "#333333"
+INK = "#111827"                                   # all text: near black
+ENCODER, DECODER, CONTEXT, ATTENTION = "#bfdbfe", "#fed7aa", "#fca5a5", "#bbf7d0"
+RED, GREEN, BROWN = "#b91c1c", "#15803d", "#9a3412"
+XS = [1.2, 3.2, 5.2, 7.2]                         # encoder positions, T = 4
 
 
-def box(ax, x, y, w, h, text, colour, fontsize=12, weight="normal"):
+def box(ax, x, y, w, h, text, fill, weight="normal"):
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
-                                boxstyle="round,pad=0.03,rounding_size=0.12",
-                                facecolor=colour, edgecolor=DARK, linewidth=1.2))
-    ax.text(x, y, text, ha="center", va="center", fontsize=fontsize, weight=weight)
+                                boxstyle="round,pad=0,rounding_size=0.18",
+                                facecolor=fill, edgecolor=INK, linewidth=1.4))
+    ax.text(x, y, text, ha="center", va="center", color=INK, weight=weight)
 
 
-def arrow(ax, p0, p1, colour=DARK, width=1.2, style="-|>", rad=0.0):
-    ax.add_patch(FancyArrowPatch(p0, p1, arrowstyle=style, mutation_scale=12,
-                                 linewidth=width, color=colour, shrinkA=2, shrinkB=2,
+def arrow(ax, start, end, colour=INK, width=1.6, style="-|>", rad=0.0):
+    ax.add_patch(FancyArrowPatch(start, end, arrowstyle=style, mutation_scale=16,
+                                 linewidth=width, color=colour, shrinkA=0, shrinkB=0,
                                  connectionstyle=f"arc3,rad={rad}"))
 
 
-def encoder(ax, xs, y=0.0):
-    """Source tokens and the encoder's hidden states h_1..h_T along the bottom."""
-    for t, x in enumerate(xs, start=1):
-        ax.text(x, y - 1.05, f"$x_{t}$", ha="center", va="center", fontsize=12)
-        arrow(ax, (x, y - 0.8), (x, y - 0.33))
-        box(ax, x, y, 0.8, 0.6, f"$h_{t}$", ENCODER, 13)
+def encoder(ax):
+    """Source tokens x_1..x_4 and the encoder states h_1..h_4 along the bottom."""
+    for t, x in enumerate(XS, start=1):
+        ax.text(x, 0.35, f"$x_{t}$", ha="center", va="center", color=INK)
+        arrow(ax, (x, 0.75), (x, 1.15))
+        box(ax, x, 1.65, 1.3, 0.9, f"$h_{t}$", ENCODER)
         if t > 1:
-            arrow(ax, (xs[t - 2] + 0.42, y), (x - 0.42, y))
-    ax.text(xs[0] - 0.75, y, "编码器", ha="right", va="center", fontsize=11,
-            color="#08519c", weight="bold")
+            arrow(ax, (XS[t - 2] + 0.65, 1.65), (x - 0.65, 1.65))
+    ax.text(XS[-1] + 0.9, 1.65, "编码器", ha="left", va="center", color="#1e3a8a",
+            weight="bold")
 
 
 def plain(ax):
-    xs = [0.0, 1.2, 2.4, 3.6, 4.8]
-    encoder(ax, xs)
-    # only the last state becomes the context variable
-    box(ax, xs[-1], 1.55, 1.5, 0.62, "上下文 $c$", CONTEXT, 12, "bold")
-    arrow(ax, (xs[-1], 0.32), (xs[-1], 1.22))
-    ax.text(xs[-1] + 0.85, 1.55, "瓶颈", ha="left", va="center",
-            fontsize=12, color="#a50f15", weight="bold")
-    ds = [0.6, 1.8, 3.0]
+    encoder(ax)
+    box(ax, 10.3, 3.6, 2.0, 0.9, "$c = h_4$", CONTEXT, "bold")
+    arrow(ax, (XS[-1] + 0.4, 2.1), (9.5, 3.3), colour=RED, width=2.2)
+    ds = [2.6, 5.4, 8.2]                          # decoder steps t' = 1, 2, 3
+    box(ax, 0.0, 6.6, 1.3, 0.9, "$s_0$", DECODER)
+    ax.text(0.0, 7.5, "$s_0 = h_4$", ha="center", va="center", color=RED)
+    ax.plot([ds[0] + 0.3, 10.3], [4.9, 4.9], color=RED, linewidth=2.0)   # the same c ...
+    ax.plot([10.3, 10.3], [4.05, 4.9], color=RED, linewidth=2.0)
     for k, x in enumerate(ds, start=1):
-        box(ax, x, 3.1, 0.8, 0.6, f"$s_{k}$", DECODER, 13)
-        arrow(ax, (x, 3.42), (x, 3.85))
-        ax.text(x, 4.05, f"$y_{k}$", ha="center", va="center", fontsize=12)
-        arrow(ax, (xs[-1] - 0.45, 1.86), (x + 0.1, 2.78), colour="#cb181d", width=1.4)
-        if k > 1:
-            arrow(ax, (ds[k - 2] + 0.42, 3.1), (x - 0.42, 3.1))
-    ax.text(ds[0] - 0.75, 3.1, "解码器", ha="right", va="center", fontsize=11,
-            color="#a63603", weight="bold")
-    ax.text(-1.6, 1.55, "每一步都用\n同一个 $c$", ha="left", va="center", fontsize=11,
-            color="#a50f15")
-    ax.set_title("(a) 没有注意力：整句只剩最后一个隐状态", fontsize=13, pad=8)
+        box(ax, x, 6.6, 1.3, 0.9, f"$s_{k}$", DECODER)
+        left = 0.65 if k == 1 else ds[k - 2] + 0.65
+        arrow(ax, (left, 6.6), (x - 0.65, 6.6))
+        arrow(ax, (x, 7.05), (x, 7.55))
+        ax.text(x, 7.9, f"$y_{k}$", ha="center", va="center", color=INK)
+        ax.text(x - 1.1, 5.5, f"$y_{k - 1}$", ha="center", va="center", color=INK)
+        arrow(ax, (x - 0.85, 5.75), (x - 0.4, 6.15))          # the previous token, embedded
+        arrow(ax, (x + 0.3, 4.9), (x + 0.3, 6.15), colour=RED, width=2.0)  # ... at every step
+    ax.text(11.4, 6.6, "解码器", ha="center", va="center", color=BROWN, weight="bold")
+    ax.set_title("(a) 没有注意力：每一步都拿同一个 $c$", color=INK)
 
 
 def bahdanau(ax):
-    xs = [0.0, 1.2, 2.4, 3.6, 4.8]
-    encoder(ax, xs)
-    weights = [0.05, 0.1, 0.7, 0.1, 0.05]          # an illustrative alignment
-    box(ax, 2.4, 1.7, 2.4, 0.62, "加性注意力", ATTENTION, 12, "bold")
-    for x, a in zip(xs, weights):
-        arrow(ax, (x, 0.32), (2.4 + (x - 2.4) * 0.35, 1.38), colour="#238b45",
-              width=0.6 + 6 * a, style="-")
-    ax.text(4.35, 0.95, r"键 = 值 = $h_t$", ha="left", va="center", fontsize=10.5,
-            color="#238b45")
-    ax.text(3.75, 1.85, "线宽 = 注意力权重\n" r"$\alpha(s_{t'-1}, h_t)$", ha="left",
-            va="center", fontsize=10.5, color="#238b45")
-    # previous decoder state = query; context c_t' (+ y_t'-1, + s_t'-1) -> GRU -> s_t'
-    box(ax, 0.2, 3.1, 1.1, 0.6, r"$s_{t'-1}$", DECODER, 13)
-    ax.text(-0.5, 2.3, "查询", ha="center", va="center", fontsize=11, color="#a63603",
-            weight="bold")
-    arrow(ax, (0.35, 2.78), (1.45, 1.99), colour="#a63603", width=1.4)
-    box(ax, 2.4, 3.1, 1.3, 0.6, r"$c_{t'}$", CONTEXT, 13, "bold")
-    arrow(ax, (2.4, 2.03), (2.4, 2.78))
-    box(ax, 4.6, 3.1, 1.0, 0.6, r"$s_{t'}$", DECODER, 13)
-    arrow(ax, (3.08, 3.1), (4.08, 3.1))
-    ax.text(3.58, 2.8, "GRU", ha="center", va="center", fontsize=9.5, color=DARK)
-    arrow(ax, (0.3, 3.42), (4.5, 3.42), colour="#a63603", width=1.0, rad=-0.25)
-    ax.text(2.4, 4.05, "隐状态传给下一步", ha="center", va="center", fontsize=9.5,
-            color="#a63603")
-    arrow(ax, (4.6, 3.42), (4.6, 3.85))
-    ax.text(4.6, 4.05, r"$y_{t'}$", ha="center", va="center", fontsize=12)
-    ax.set_title(r"(b) Bahdanau 注意力：每一步重新汇聚所有 $h_t$", fontsize=13, pad=8)
+    encoder(ax)
+    weights = [0.05, 0.15, 0.7, 0.1]              # an illustrative alignment
+    box(ax, 3.6, 4.0, 2.6, 0.9, "加性注意力", ATTENTION, "bold")
+    for x, a in zip(XS, weights):
+        arrow(ax, (x, 2.1), (3.6 + (x - 4.2) * 0.45, 3.55), colour=GREEN,
+              width=0.8 + 9 * a, style="-")
+    ax.text(8.1, 2.75, r"线宽 = 权重 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
+            color=GREEN)
+    box(ax, 0.3, 6.6, 1.6, 0.9, r"$s_{t'-1}$", DECODER)
+    arrow(ax, (0.5, 6.15), (2.6, 4.45), colour=BROWN, width=2.0)
+    ax.text(0.7, 5.05, "查询", ha="center", va="center", color=BROWN, weight="bold")
+    box(ax, 6.6, 4.0, 1.5, 0.9, r"$c_{t'}$", CONTEXT, "bold")
+    arrow(ax, (4.9, 4.0), (5.85, 4.0))
+    ax.text(9.5, 4.0, r"$y_{t'-1}$", ha="center", va="center", color=INK)
+    box(ax, 8.0, 6.6, 1.8, 0.9, "GRU", "#e5e7eb")
+    arrow(ax, (1.1, 6.6), (7.1, 6.6))
+    arrow(ax, (6.8, 4.45), (7.6, 6.15))                      # context
+    arrow(ax, (9.3, 4.3), (8.5, 6.15))                       # previous token, embedded
+    box(ax, 10.9, 6.6, 1.5, 0.9, r"$s_{t'}$", DECODER)
+    arrow(ax, (8.9, 6.6), (10.15, 6.6))
+    arrow(ax, (10.9, 7.05), (10.9, 7.55))
+    ax.text(10.9, 7.9, r"$y_{t'}$", ha="center", va="center", color=INK)
+    ax.text(0.3, 7.5, "$s_0 = h_4$", ha="center", va="center", color=RED)
+    ax.set_title(r"(b) Bahdanau 注意力：每一步重新汇聚全部 $h_t$", color=INK)
 
 
 def bottleneck():
-    fig, axes = plt.subplots(1, 2, figsize=(12.6, 4.3))
+    fig, axes = plt.subplots(1, 2, figsize=(12.0, 4.8), layout="none")
+    fig.subplots_adjust(left=0.005, right=0.995, bottom=0.01, top=0.9, wspace=0.04)
     plain(axes[0])
     bahdanau(axes[1])
     for ax in axes:
-        ax.set_xlim(-1.8, 6.6)
-        ax.set_ylim(-1.35, 4.3)
+        ax.set_xlim(-0.9, 12.6)
+        ax.set_ylim(-0.1, 8.3)
         ax.set_aspect("equal")
         ax.axis("off")
-    fig.tight_layout(w_pad=0.5)
-    fig.savefig(HERE / "06_bottleneck.png", dpi=110, bbox_inches="tight",
-                facecolor="white")
+    (HERE / "06_bottleneck.png").write_bytes(au._png(fig, tight=False))
     plt.close(fig)
 
 
