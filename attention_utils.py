@@ -1687,7 +1687,19 @@ def _register_png_formatter():
         png, alt = _png_and_alt(fig)
         return base64.b64encode(png).decode("ascii"), {"alt": alt}  # (data, metadata)
 
-    shell.display_formatter.formatters["image/png"].for_type(Figure, png_with_alt)
+    formatter = shell.display_formatter.formatters["image/png"]
+
+    def register(*_):
+        if formatter.lookup_by_type(Figure) is not png_with_alt:
+            formatter.for_type(Figure, png_with_alt)
+
+    # The inline backend installs its own PNG renderer when it starts, which
+    # is when the first figure is made (or on `%matplotlib inline`): start it
+    # now, and take the renderer back before every cell in case it reran.
+    if "inline" in str(matplotlib.get_backend()):
+        import matplotlib_inline.backend_inline  # noqa: F401  (starts the integration)
+    register()
+    shell.events.register("pre_run_cell", register)
 
 
 _register_png_formatter()

@@ -402,3 +402,29 @@ def test_describe_gives_a_figure_its_text_alternative():
 
 def test_text_alternatives_say_math_as_symbols():
     assert au._plain(r"$\mathbf{q}_1$ 与 $\alpha_i$，$\sqrt{d}$，$\mathbf{q}^\top\mathbf{k}$") == "q_1 与 α_i，√d，qᵀk"
+
+
+@pytest.mark.parametrize("magic", ["", "%matplotlib inline"])
+def test_plain_pyplot_figures_carry_the_report_whatever_starts_the_inline_backend(tmp_path, magic):
+    """The inline backend installs its own PNG renderer when it starts (at the first
+    figure, or on %matplotlib inline, even after the import); figures must still
+    carry the figure report and a text alternative."""
+    import base64
+    import io
+    import pathlib
+
+    from PIL import Image
+
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    root = pathlib.Path(au.__file__).parent
+    cells = [f"import sys; sys.path.insert(0, {str(root)!r})\nimport attention_utils as au\n"
+             "import matplotlib.pyplot as plt",
+             magic,
+             "fig, ax = plt.subplots()\nax.plot([1, 2])"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    nbclient.NotebookClient(nb, timeout=120, kernel_name="python3",
+                            resources={"metadata": {"path": str(tmp_path)}}).execute()
+    [out] = [o for o in nb.cells[2].outputs if "image/png" in o.get("data", {})]
+    assert "au:min_text_pt" in Image.open(io.BytesIO(base64.b64decode(out.data["image/png"]))).text
+    assert out.metadata["image/png"]["alt"].startswith("曲线图")
