@@ -1408,10 +1408,11 @@ class TransformerEncoder(Encoder):
     def forward(self, X, valid_lens=None, *args):
         """X (B, S) token indices, valid_lens None or (B,) -> (B, S, h)."""
         _check_tokens(X)
-        # The paper scales by sqrt(h) because its embeddings start near
-        # N(0, 1/h), which puts them on the scale of the positional encoding
-        # (entries in [-1, 1]). nn.Embedding starts at N(0, 1), as in the
-        # book, so here they start sqrt(h) times larger (deck 07 measures it).
+        # The paper (section 3.4) multiplies the embeddings by sqrt(h) and does
+        # not say how it initialises them; with the common N(0, 1/h) start
+        # that puts them on the scale of the positional encoding (entries in
+        # [-1, 1]). nn.Embedding starts at N(0, 1), as in the book, so here
+        # they start sqrt(h) times larger (deck 07 measures it).
         X = self.pos_encoding(self.embedding(X) * math.sqrt(self.num_hiddens))  # (B, S, h)
         self.attention_weights = [None] * len(self.blks)
         for i, blk in enumerate(self.blks):

@@ -9,7 +9,8 @@ For every deck:
    than the 720 px screen, nothing under the presenter's arrows.
 2. Run All: the skipped cells (set-up, helpers, appendix) run too, and no
    cell raises. Present again, and move every control of every interactive
-   figure: its picture must change.
+   figure: its picture must change. Click every option of every concept
+   question: each shows its own explanation, exactly one says 正确.
 3. Save (as the 2-minute autosave would): the working copy changes, and the
    repository's notebooks stay byte for byte unchanged (checked when the
    server stops, after every deck). No page errors.
@@ -310,6 +311,32 @@ def interactive_cells(deck: Path) -> list[int]:
                     for o in c.get("outputs", []))]
 
 
+def quiz_cells(deck: Path) -> list[int]:
+    """The cells of concept questions (au.quiz, via au.load_quizzes)."""
+    nb = nbformat.read(deck, as_version=4)
+    return [i for i, c in enumerate(nb.cells) if c.cell_type == "code"
+            and any('class="au-quiz"' in "".join(o.get("data", {}).get("text/html", "")) for o in c.get("outputs", []))]
+
+
+# Clicks each option of the live concept question in cell i; returns the explanation shown after each.
+QUIZ_JS = r"""async i => {
+  const cell = jupyterapp.shell.currentWidget.content.widgets[i].node;
+  const buttons = [...cell.querySelectorAll('.au-quiz-live button')];
+  const shown = [];
+  for (const b of buttons) {
+    b.click();
+    for (let t = 0; t < 50; t++) {
+      await new Promise(r => setTimeout(r, 100));
+      const text = cell.querySelector('.au-quiz-live').innerText;
+      if (/[✓✗] (正确|不对)。/.test(text) && !shown.includes(text)) break;
+    }
+    const m = cell.querySelector('.au-quiz-live').innerText.match(/[✓✗] (正确|不对)。[^\n]*/);
+    shown.push(m ? m[0] : null);
+  }
+  return shown;
+}"""
+
+
 SLIDERS_JS = """i => { const cell = jupyterapp.shell.currentWidget.content.widgets[i].node;
   return { sliders: cell.querySelectorAll('.widget-slider .noUi-handle, .widget-slider input[type=range]').length,
            image: (cell.querySelector('.jupyter-widgets img') || {}).src || null }; }"""
@@ -384,6 +411,12 @@ def test_live_lecture(server, chromium, deck):
                 problems.append(f"cell {index}: live slide {info['bottom'] - info['top']:.0f}px tall > 720px")
             problems += move_controls(page, index)
             page.screenshot(path=str(SHOTS / f"{deck.stem}-cell{index:03d}.png"))
+        # Every option of every concept question explains itself live, too.
+        for index in quiz_cells(deck):
+            shown = page.evaluate(QUIZ_JS, index)
+            if len(shown) < 2 or None in shown or len(set(shown)) != len(shown) \
+                    or sum(t.startswith("✓") for t in shown) != 1:
+                problems.append(f"cell {index}: the live question's options explained {shown}")
         print(f"{deck.stem}: {len(steps)} steps presented in {t1 - t0:.0f} s, Run All {t2 - t1:.0f} s,"
               f" controls {time.monotonic() - t2:.0f} s")
         # 3. Save, as JupyterLab's autosave would: only the working copy changes.
