@@ -9,6 +9,9 @@ writes, next to this script:
   it goes to the plain 提交 link (volitional cue), the query of attention.
 * 01_attention_pooling.png -- one query, three key-value pairs,
   scores -> softmax -> weighted sum, with the numbers of the deck's tiny example.
+  The weights carry three decimals (0.245, 0.090, 0.665), so that a student who
+  multiplies them by the values by hand gets the 2.42 shown (two decimals would
+  give 2.43). The softmax box says what it computes: exp, then divide by the sum.
   Each row is one key-value pair; each column is one step.
 
 Both are drawn in the course figure style of attention_utils (fonts, CJK
@@ -151,14 +154,14 @@ def attention_pooling():
         bar = 1.0 * weights[i]                           # bar length proportional to alpha_i
         ax.add_patch(FancyBboxPatch((9.0, y - 0.2), max(bar, 0.02), 0.4, boxstyle="square,pad=0",
                                     facecolor=SOFTMAX, edgecolor="black", linewidth=0.8))
-        ax.text(9.0 + bar + 0.1, y, f"$\\alpha_{n}$ = {weights[i]:.2f}", ha="left",
+        ax.text(9.0 + bar + 0.1, y, f"$\\alpha_{n}$ = {weights[i]:.3f}", ha="left",
                 va="center", fontsize=14, color=INK)
         arrow(ax, (8.5, y), (8.95, y))
         ax.text(11.78, y, "×", ha="center", va="center", fontsize=18, color=INK)
         box(ax, 12.05, 13.25, y, f"$v_{n}$ = {values[i]:.0f}", VALUE, fontsize=14)
         arrow(ax, (13.25, y), (14.28, ROWS[1] + 0.25 * (1 - i)))
     # Softmax spans all rows: every weight depends on every score.
-    box(ax, 7.5, 8.5, ROWS[1], "soft-\nmax", SOFTMAX, height=3.5, fontsize=14)
+    box(ax, 7.5, 8.5, ROWS[1], "exp\n÷\n总和", SOFTMAX, height=3.5, fontsize=14)
     # Sum and output.
     ax.add_patch(Circle((14.55, ROWS[1]), 0.3, facecolor="white", edgecolor="black", linewidth=1.2))
     ax.text(14.55, ROWS[1], "Σ", ha="center", va="center", fontsize=16, color=INK)
