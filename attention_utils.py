@@ -1809,7 +1809,7 @@ def _plot_alt(fig):
     return "；".join(parts) + "。" if parts else "空白的图。"
 
 
-def _heatmaps_alt(fig, matrices, keep, vmin, vmax, xlabel, ylabel):
+def _heatmaps_alt(fig, matrices, keep, scale, xlabel, ylabel):
     """'热力图：10 个查询 × 10 个键，权重集中在对角线上' for a grid of panels."""
     rows, cols, L, S = matrices.shape
     panels = [ax for ax in _data_axes(fig) if ax.images]
@@ -1833,7 +1833,8 @@ def _heatmaps_alt(fig, matrices, keep, vmin, vmax, xlabel, ylabel):
             text += f"；{name}：{_matrix_pattern(matrices[r, c], keep[r, c], ax, word)}"
         if len(panels) > 6:
             text += f"；其余 {len(panels) - 6} 幅从略"
-    text += f"。色标从 {vmin:.2g} 到 {vmax:.2g}"
+    text += (f"。色标从 {scale[0]:.2g} 到 {scale[1]:.2g}" if scale is not None
+             else "。每幅各用自己的色标")
     if not keep.all():
         text += "；灰底斜线格是被掩蔽的位置"
     return text + "。"
@@ -1999,8 +2000,8 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
     if share_scale:
         fig.colorbar(image, ax=axes, shrink=0.6)
     low, high = _colour_range(matrices[keep])
-    fig._au_heatmaps = {"matrices": matrices, "keep": keep, "vmin": low, "xlabel": xlabel,
-                        "ylabel": ylabel, "vmax": high if top is None else top}  # for _heatmaps_alt
+    fig._au_heatmaps = {"matrices": matrices, "keep": keep, "xlabel": xlabel, "ylabel": ylabel,
+                        "scale": (low, high if top is None else top) if share_scale else None}  # for _heatmaps_alt
     fig._au_alt = alt
     return fig
 

@@ -428,3 +428,9 @@ def test_plain_pyplot_figures_carry_the_report_whatever_starts_the_inline_backen
     [out] = [o for o in nb.cells[2].outputs if "image/png" in o.get("data", {})]
     assert "au:min_text_pt" in Image.open(io.BytesIO(base64.b64decode(out.data["image/png"]))).text
     assert out.metadata["image/png"]["alt"].startswith("曲线图")
+
+
+def test_heatmap_text_alternative_names_the_colour_scales():
+    w = torch.softmax(torch.randn(1, 2, 3, 3), dim=-1)
+    assert "色标从 0 到" in au._figure_alt(au.show_heatmaps(w, "键", "查询"))
+    assert "每幅各用自己的色标" in au._figure_alt(au.show_heatmaps(w, "键", "查询", share_scale=False))
