@@ -2635,8 +2635,10 @@ def _run_checker(name, student, steps, verified, extra=()):
         if not callable(function):
             raise ValueError(f"expected your function (a callable) for check_{name}, "
                              f"got {type(function).__name__}")
+    dtype = torch.get_default_dtype()      # a deck may compute in float64; the probes are float32
     try:
         with torch.random.fork_rng(devices=[]), torch.no_grad():  # the deck's random stream stays as it was
+            torch.set_default_dtype(torch.float32)
             torch.manual_seed(0)
             found = steps(student, *extra)
     except _Mistake as mistake:
@@ -2648,6 +2650,8 @@ def _run_checker(name, student, steps, verified, extra=()):
             return _CheckResult(name, "not-implemented")
         print(_raised_text(name, raised, student))
         return _CheckResult(name, "raised")
+    finally:
+        torch.set_default_dtype(dtype)
     lines = verified(found) if callable(verified) else verified
     print(f"✓ {name}：通过。已验证：\n" + "\n".join(f"  · {line}" for line in lines))
     return _CheckResult(name, "passed")

@@ -852,3 +852,14 @@ def test_load_quizzes_names_a_malformed_question(tmp_path):
     path.write_text(json.dumps({"q": {"question": "?", "options": [["a", "b"], ["c", "d"]]}}), encoding="utf-8")
     with pytest.raises(ValueError, match="exactly the keys question, options, answer"):
         au.load_quizzes(path)
+
+
+def test_checkers_work_when_a_deck_computes_in_float64():
+    """Deck 06 sets torch.set_default_dtype(torch.float64); the checkers' probes stay float32."""
+    torch.set_default_dtype(torch.float64)
+    try:
+        assert au.check_additive_scores(additive)
+        assert au.check_bahdanau_step(bahdanau)
+        assert torch.get_default_dtype() == torch.float64
+    finally:
+        torch.set_default_dtype(torch.float32)
