@@ -3433,9 +3433,9 @@ def check_multihead_forward(multihead_forward):
 def _multihead_steps(student):
     name = "multihead_forward"
     mha = MultiHeadAttention(4, 4, 4, num_hiddens=4, num_heads=2, dropout=0).eval()
-    queries, keys, values = _seeded(2, 1, 4, seed=13), _seeded(2, 3, 4, seed=14), _seeded(2, 3, 4, seed=15)
+    queries, keys, values = _seeded(2, 2, 4, seed=13), _seeded(2, 3, 4, seed=14), _seeded(2, 3, 4, seed=15)
     inputs = ("mha = au.MultiHeadAttention(4, 4, 4, num_hiddens=4, num_heads=2, dropout=0)，"
-              "queries (2, 1, 4)、keys (2, 3, 4)、values (2, 3, 4)（固定种子的随机数）")
+              "queries (2, 2, 4)、keys (2, 3, 4)、values (2, 3, 4)（固定种子的随机数）")
     example = inputs + "，valid_lens = None"
 
     def variant(valid_lens=None, **kwargs):
@@ -3452,7 +3452,7 @@ def _multihead_steps(student):
         _Known("keys-projected-with-W_q", "键用 W_q 投影了，应当用 W_k", variant(key_weight=mha.W_q),
                "查询、键、值各有自己的投影：W_q、W_k、W_v。"),
     ], hint="逐步对照 au.MultiHeadAttention.forward 的注释。")
-    for valid_lens in (torch.tensor([1, 3]), torch.tensor([[2], [1]])):
+    for valid_lens in (torch.tensor([1, 3]), torch.tensor([[2, 3], [1, 2]])):
         example = (inputs + f"，valid_lens = {_fmt(valid_lens)}"
                    f"（每{'个序列' if valid_lens.dim() == 1 else '个查询'}一个长度）")
         try:
@@ -3460,6 +3460,11 @@ def _multihead_steps(student):
         except _StudentRaised as raised:
             if "valid_lens" not in str(raised.error):
                 raise
+            if valid_lens.dim() == 2:            # (B,) worked, (B, L) did not: flattened
+                raise _Mistake("lens-flattened", "二维的 valid_lens (B, L) 被拉平成了一维：repeat_interleave 没写 dim=0",
+                               example, error=raised.error,
+                               hint="不写 dim 时 repeat_interleave 先把张量拉平；按序列重复要沿第 0 维："
+                               "valid_lens.repeat_interleave(num_heads, dim=0)。") from None
             raise _Mistake("lens-not-repeated", "valid_lens 的形状与 B·H 个头对不上", example,
                            error=raised.error,
                            hint="头并进了批量维，valid_lens 也要跟着重复：第 b·H + i 行是序列 b 的头 i，"

@@ -277,6 +277,8 @@ def multihead_with(split=True, permute=True, repeat="interleave", output_project
         v = heads(mha.W_v(values))
         if valid_lens is not None and split and repeat == "interleave":
             valid_lens = valid_lens.repeat_interleave(H, dim=0)
+        elif valid_lens is not None and split and repeat == "flatten":   # forgot dim=0
+            valid_lens = valid_lens.repeat_interleave(H)
         elif valid_lens is not None and split and repeat == "repeat":
             valid_lens = valid_lens.repeat(H, *([1] * (valid_lens.dim() - 1)))
         elif repeat == "drop":
@@ -527,6 +529,7 @@ CATALOGUE = {
         "repeat-not-interleave": multihead_with(repeat="repeat"),
         "ignores-valid-lens": multihead_with(repeat="drop"),
         "lens-not-repeated": multihead_with(repeat="none"),
+        "lens-flattened": multihead_with(repeat="flatten"),
     }),
     "check_positional_encoding": ([encoding, lambda n, d: au.PositionalEncoding(d, 0, max_len=n).P[0]], {
         "odd-hiddens": encoding_book,                                 # the book's formulation
