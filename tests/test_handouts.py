@@ -26,7 +26,6 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "slides"))
 import browser  # noqa: E402
 import build  # noqa: E402
-import handouts  # noqa: E402
 
 NOTEBOOKS = Path(os.environ.get("NOTEBOOKS", ROOT / "notebooks"))
 if not NOTEBOOKS.is_absolute():
@@ -73,7 +72,9 @@ def pdfs():
         if not all((SLIDES / f"{d.stem}.slides.html").exists()
                    and (SLIDES / f"{d.stem}.slides.html").stat().st_mtime >= d.stat().st_mtime for d in DECKS):
             build.main(["--notebooks", str(NOTEBOOKS), "--out", str(SLIDES)])
-        handouts.main(["--slides", str(SLIDES), "--out", str(HANDOUTS)])
+        # In its own process: a browser test in this one may already drive Playwright.
+        subprocess.run([sys.executable, str(ROOT / "slides" / "handouts.py"), "--slides", str(SLIDES),
+                        "--out", str(HANDOUTS)], check=True)
     return HANDOUTS
 
 

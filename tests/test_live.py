@@ -297,7 +297,7 @@ def run_all(page, timeout_s: float = 120) -> None:
         """() => { const nb = jupyterapp.shell.currentWidget;
                    const k = nb.sessionContext.session && nb.sessionContext.session.kernel;
                    return k && k.status === 'idle' && nb.content.widgets.every(c => c.model.type !== 'code'
-                     || (c.model.executionCount !== null && !c.node.querySelector('.jp-InputArea-prompt').textContent.includes('*'))
+                     || (c.model.executionCount !== null && !(c.node.querySelector('.jp-InputArea-prompt')?.textContent || '').includes('*'))
                      || !c.model.sharedModel.getSource().trim()); }""",
         timeout=timeout_s * 1000, polling=500)
 
