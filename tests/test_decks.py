@@ -132,3 +132,17 @@ def test_self_check_exercises_and_concept_questions(deck):
     assert len(quizzes) >= 3, f"{len(quizzes)} concept questions on the slides (at least 3)"
     for c in cells:
         assert "au.quiz(" not in source(c), "a quiz written in a cell shows its answers in a notebook viewer"
+
+
+QUIZZES = Path(__file__).resolve().parent.parent / "notebooks" / "quizzes"
+
+
+@pytest.mark.parametrize("path", sorted(QUIZZES.glob("*.json")), ids=lambda p: p.stem)
+def test_concept_question_explanations_do_not_repeat_the_verdict(path):
+    """The quiz prints '✓ 正确。' or '✗ 不对。' itself; an explanation that starts with
+    its own verdict reads '✗ 不对。不对：...'."""
+    quizzes = json.loads(path.read_text(encoding="utf-8"))
+    stutters = [f"{name} option {i}: {text[:20]!r}" for name, q in quizzes.items()
+                for i, (_, text) in enumerate(q["options"])
+                if re.match(r"\s*(对|不对|正确|错误|错|不正确|是的|不是)[。：:，,！!]", text)]
+    assert not stutters, "explanations that start with a verdict: " + "; ".join(stutters)
