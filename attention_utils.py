@@ -1859,11 +1859,11 @@ def _matrix_pattern(matrix, keep, ax, word):
         return f"{word}集中在反对角线上"
     column = top.mode().values.item()
     if L >= 3 and (top == column).float().mean() >= 0.8:
-        return f"每一行的最大{word}都在第 {column + 1} 列{_tick_name(ax, 'x', column)}"
+        return f"每一行的最大{word}都在列 {column}{_tick_name(ax, 'x', column)}"
     flat = matrix.masked_fill(~keep, -math.inf).argmax().item()
-    i, j = divmod(flat, S)
-    return (f"最大{word} {matrix[i, j].item():.2g} 在第 {i + 1} 行{_tick_name(ax, 'y', i)}、"
-            f"第 {j + 1} 列{_tick_name(ax, 'x', j)}")
+    i, j = divmod(flat, S)                    # counted from 0, as the axes' ticks are
+    return (f"最大{word} {matrix[i, j].item():.2g} 在行 {i}{_tick_name(ax, 'y', i)}、"
+            f"列 {j}{_tick_name(ax, 'x', j)}（从 0 数起）")
 
 
 def _tick_name(ax, axis, position):

@@ -332,7 +332,7 @@ def test_heatmap_alt_names_token_labels_and_masked_cells():
     fig = au.show_heatmaps(weights, "源词元", "生成的词元", titles=["对齐"], mask=mask)
     fig.axes[0].set_xticks(range(3), ["march", "fifth", "<eos>"])   # a deck labels tokens afterwards
     alt = au._figure_alt(fig)
-    assert alt.startswith("热力图「对齐」：3 个生成的词元 × 3 个源词元，每一行的最大权重都在第 2 列（fifth）")
+    assert alt.startswith("热力图「对齐」：3 个生成的词元 × 3 个源词元，每一行的最大权重都在列 1（fifth）")
     assert "灰底斜线格是被掩蔽的位置" in alt
 
 
@@ -342,7 +342,7 @@ def test_heatmap_alt_for_a_grid_and_for_values_that_are_not_weights():
     assert alt.startswith("热力图，2 行 × 3 列共 6 幅，每幅 4 个Queries × 5 个Keys；第 1 行第 1 幅「a」：")
     assert alt.count("；第 2 行第 ") == 3 and len(alt) <= au.MAX_ALT_CHARS
     fig = au.show_heatmaps(torch.tensor([[-1.0, 2.0], [0.5, 0.0]]), "k", "q")
-    assert "最大数值 2 在第 1 行、第 2 列" in au._figure_alt(fig)
+    assert "最大数值 2 在行 0、列 1（从 0 数起）" in au._figure_alt(fig)
 
 
 def test_alt_given_by_the_deck_wins():
