@@ -5,7 +5,8 @@
 writes, next to this script:
 
 * 03_scoring_pipeline.png -- one query, S keys: scores a(q, k_i) -> softmax
-  -> weights -> weighted sum of the S values (the slide's formula uses S).
+  -> weights -> weighted sum of the S values (the slide's formula uses S); the query
+  is one tall box whose arrows run below the key boxes, crossing nothing.
 * 03_additive_broadcast.png -- additive attention's broadcast for one
   sequence of the batch: (B, L, 1, h) + (B, 1, S, h) -> (B, L, S, h), every
   cell an h-vector (drawn as a small column vector), then w_v -> (B, L, S).
@@ -16,7 +17,8 @@ All are drawn in the course figure style of attention_utils (fonts, CJK
 fallback) and saved with its figure report, so tests/test_lecture_rules.py can
 check that every text is at least 16 px tall on a 1280x720 slide. Shapes follow
 the module's legend: B batch, L queries, S keys/values, E query/key size,
-Ev value size, h hidden units. The deck embeds the PNGs as markdown
+Ev value size, h hidden units; matrices and vectors are bold, as on the
+slides. The deck embeds the PNGs as markdown
 attachments (JupyterLab renders PNG attachments even in an untrusted notebook).
 """
 
@@ -64,22 +66,26 @@ def arrow(ax, start, end, color=GREY, label=None, label_offset=(0, -9), size=15)
 
 
 def scoring_pipeline():
-    """q and keys k_1..k_S -> scores a(q, k_i) -> softmax -> weights -> sum_i alpha_i v_i."""
+    """q and keys k_1..k_S -> scores a(q, k_i) -> softmax -> weights -> sum_i alpha_i v_i.
+
+    The query is one tall box; its arrows run below each key box, so no arrow
+    crosses a box or a label.
+    """
     fig, ax = canvas(10.4, 3.05)
     rows = {"1": 62, "2": 130, "S": 228}          # centre line of each row
-    box(ax, 10, 118, 64, 42, r"$\mathbf{q}$", BLUE, 18)
-    ax.text(42, 182, "查询", ha="center", fontsize=15, color=BLUE)
+    box(ax, 10, 44, 60, 218, r"$\mathbf{q}$", BLUE, 18)
+    ax.text(40, 14, "查询", ha="center", fontsize=15, color=BLUE)
     for i, y in rows.items():
         box(ax, 105, y - 18, 76, 34, rf"$\mathbf{{k}}_{i}$", ORANGE, 17)
         arrow(ax, (181, y - 1), (235, y - 1), ORANGE)
-        arrow(ax, (74, 139), (235, y + 14), BLUE)
-        box(ax, 235, y - 22, 150, 48, rf"$a(\mathbf{{q}}, \mathbf{{k}}_{i})$", PURPLE, 17)
-        arrow(ax, (385, y + 2), (455, y + 2), PURPLE, rf"$s_{i}$")
-        arrow(ax, (545, y + 2), (615, y + 2), PURPLE, rf"$\alpha_{i}$")
-        box(ax, 855, y - 15, 76, 34, rf"$\mathbf{{v}}_{i}$", GREEN, 17)
-        arrow(ax, (855, y + 2), (790, y + 2), GREEN)
+        arrow(ax, (70, y + 25), (235, y + 25), BLUE)     # passes below the key box
+        box(ax, 235, y - 20, 150, 54, rf"$a(\mathbf{{q}}, \mathbf{{k}}_{i})$", PURPLE, 17)
+        arrow(ax, (385, y + 7), (455, y + 7), PURPLE, rf"$s_{i}$")
+        arrow(ax, (545, y + 7), (615, y + 7), PURPLE, rf"$\alpha_{i}$")
+        box(ax, 855, y - 10, 76, 34, rf"$\mathbf{{v}}_{i}$", GREEN, 17)
+        arrow(ax, (855, y + 7), (790, y + 7), GREEN)
     for x in (143, 310, 500, 893):
-        ax.text(x, 182, r"$\vdots$", ha="center", va="center", fontsize=17, color=GREY)
+        ax.text(x, 184, r"$\vdots$", ha="center", va="center", fontsize=17, color=GREY)
     ax.text(143, 14, "键", ha="center", fontsize=15, color=ORANGE)
     ax.text(310, 14, "评分函数", ha="center", fontsize=15, color=PURPLE)
     ax.text(893, 14, "值", ha="center", fontsize=15, color=GREEN)
@@ -107,9 +113,9 @@ def additive_broadcast():
     fig, ax = canvas(10.6, 4.15)
     x0, y0 = 190, 85                        # top-left corner of the L x S grid
     for i in range(L):
-        box(ax, x0 - 112, y0 + i * cell + 6, 96, cell - 12, rf"$W_q\mathbf{{q}}_{i + 1}$", BLUE, 15)
+        box(ax, x0 - 112, y0 + i * cell + 6, 96, cell - 12, rf"$\mathbf{{W}}_q\mathbf{{q}}_{i + 1}$", BLUE, 15)
     for j in range(S):
-        box(ax, x0 + j * cell + 3, y0 - 62, cell - 6, 50, rf"$W_k\mathbf{{k}}_{j + 1}$", ORANGE, 14)
+        box(ax, x0 + j * cell + 3, y0 - 62, cell - 6, 50, rf"$\mathbf{{W}}_k\mathbf{{k}}_{j + 1}$", ORANGE, 14)
     for i in range(L):
         for j in range(S):
             ax.add_patch(Rectangle((x0 + j * cell, y0 + i * cell), cell, cell,
@@ -118,7 +124,7 @@ def additive_broadcast():
     ax.text(x0 - 64, y0 - 46, "(B, L, 1, h)", ha="center", fontsize=14, color=BLUE)
     ax.text(x0 + S * cell + 10, y0 - 36, "(B, 1, S, h)", ha="left", fontsize=14, color=ORANGE)
     ax.text(x0 + S * cell / 2, y0 + L * cell + 30,
-            r"$\tanh(W_q\mathbf{q}_i + W_k\mathbf{k}_j)$：(B, L, S, h)",
+            r"$\tanh(\mathbf{W}_q\mathbf{q}_i + \mathbf{W}_k\mathbf{k}_j)$：(B, L, S, h)",
             ha="center", fontsize=15, color=PURPLE)
     arrow(ax, (x0 + S * cell + 15, y0 + L * cell / 2), (x0 + S * cell + 135, y0 + L * cell / 2),
           PURPLE, r"$\cdot\,\mathbf{w}_v$", size=17)
@@ -159,14 +165,14 @@ def dot_product_shapes():
     def op(x, text):
         ax.text(x, y + 2.5 * u, text, ha="center", va="center", fontsize=19, color=INK)
 
-    x = matrix(40, 3, 2, BLUE, r"$Q$", "(L, E)")
+    x = matrix(40, 3, 2, BLUE, r"$\mathbf{Q}$", "(L, E)")
     op(x + 25, r"$\times$")
-    x = matrix(x + 50, 2, 5, ORANGE, r"$K^\top$", "(E, S)")
+    x = matrix(x + 50, 2, 5, ORANGE, r"$\mathbf{K}^\top$", "(E, S)")
     arrow(ax, (x + 12, y + 2.5 * u), (x + 165, y + 2.5 * u), PURPLE,
           r"$/\sqrt{E}$，softmax", (0, -8))
     x = matrix(x + 180, 3, 5, PURPLE, "权重", "(L, S)")
     op(x + 25, r"$\times$")
-    x = matrix(x + 50, 5, 4, GREEN, r"$V$", "(S, Ev)")
+    x = matrix(x + 50, 5, 4, GREEN, r"$\mathbf{V}$", "(S, Ev)")
     op(x + 25, r"$=$")
     matrix(x + 50, 3, 4, GREEN, "输出", "(L, Ev)")
     ax.text(20, y + 5 * u + 26, "每个序列一次；整个批量用 torch.bmm，每个形状前面多一个 B。",
