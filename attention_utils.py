@@ -1853,13 +1853,19 @@ def _matrix_pattern(matrix, keep, ax, word):
     rows = keep.any(dim=1)                                     # rows with something shown
     top = matrix.masked_fill(~keep, -math.inf).argmax(dim=1)[rows]  # each row's largest column
     index = torch.arange(L)[rows]
-    if L == S >= 3 and (top == index).float().mean() >= 0.8:
-        return f"{word}集中在对角线上"
-    if L == S >= 3 and (top == S - 1 - index).float().mean() >= 0.8:
-        return f"{word}集中在反对角线上"
+
+    def share(hits):                          # 'every row' only when it is every row
+        count = int(hits.sum())
+        return "" if count == len(hits) else f"（{len(hits)} 行中的 {count} 行）"
+
+    for hits, where in ((top == index, "对角线"), (top == S - 1 - index, "反对角线")):
+        if L == S >= 3 and hits.float().mean() >= 0.8:
+            return f"{word}集中在{where}上{share(hits)}"
     column = top.mode().values.item()
-    if L >= 3 and (top == column).float().mean() >= 0.8:
-        return f"每一行的最大{word}都在列 {column}{_tick_name(ax, 'x', column)}"
+    hits = top == column
+    if L >= 3 and hits.float().mean() >= 0.8:
+        rows_word = "每一行" if hits.all() else f"{len(hits)} 行中有 {int(hits.sum())} 行"
+        return f"{rows_word}的最大{word}在列 {column}{_tick_name(ax, 'x', column)}"
     flat = matrix.masked_fill(~keep, -math.inf).argmax().item()
     i, j = divmod(flat, S)                    # counted from 0, as the axes' ticks are
     return (f"最大{word} {matrix[i, j].item():.2g} 在行 {i}{_tick_name(ax, 'y', i)}、"

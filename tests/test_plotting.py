@@ -332,7 +332,7 @@ def test_heatmap_alt_names_token_labels_and_masked_cells():
     fig = au.show_heatmaps(weights, "源词元", "生成的词元", titles=["对齐"], mask=mask)
     fig.axes[0].set_xticks(range(3), ["march", "fifth", "<eos>"])   # a deck labels tokens afterwards
     alt = au._figure_alt(fig)
-    assert alt.startswith("热力图「对齐」：3 个生成的词元 × 3 个源词元，每一行的最大权重都在列 1（fifth）")
+    assert alt.startswith("热力图「对齐」：3 个生成的词元 × 3 个源词元，每一行的最大权重在列 1（fifth）")
     assert "灰底斜线格是被掩蔽的位置" in alt
 
 
@@ -434,3 +434,12 @@ def test_heatmap_text_alternative_names_the_colour_scales():
     w = torch.softmax(torch.randn(1, 2, 3, 3), dim=-1)
     assert "色标从 0 到" in au._figure_alt(au.show_heatmaps(w, "键", "查询"))
     assert "每幅各用自己的色标" in au._figure_alt(au.show_heatmaps(w, "键", "查询", share_scale=False))
+
+
+def test_heatmap_alt_says_every_row_only_when_every_row_agrees():
+    w = torch.zeros(5, 4)
+    w[:, 1] = 1.0
+    w[4] = torch.tensor([0.0, 0.0, 0.0, 1.0])                    # the last row looks elsewhere
+    alt = au._figure_alt(au.show_heatmaps(w, "键", "查询"))
+    assert "5 行中有 4 行的最大数值在列 1" in alt or "5 行中有 4 行的最大权重在列 1" in alt, alt
+    assert "每一行" not in alt
