@@ -77,15 +77,30 @@ NOTES_JS = """notesHeight => {
 }"""
 
 
+# Math that MathJax has not rendered (a script with no filled frame), outside speaker notes.
+UNTYPESET_JS = """() => [...document.querySelectorAll('script[type^="math/tex"]')].filter(s => {
+  const frame = document.getElementById(s.id + '-Frame');
+  return !s.closest('aside.notes') && !(frame && frame.childElementCount);
+}).length"""
+
+
 def open_for_print(context, html: Path, notes: bool):
-    """The deck in reveal's print layout, math typeset; returns (page, log)."""
+    """The deck in reveal's print layout, every formula typeset; returns (page, log)."""
     page = context.new_page()
     log = browser.watch(page, ("file://",))
     page.goto(html.resolve().as_uri() + PRINT_QUERY + ("&showNotes=true" if notes else ""))
     page.wait_for_function("window.Reveal && Reveal.isReady && Reveal.isReady()", timeout=30_000)
     page.wait_for_function("window.MathJax && MathJax.isReady", timeout=30_000)
-    page.evaluate("() => new Promise(done => MathJax.Hub.Queue(done))")
     page.wait_for_function("document.querySelectorAll('.pdf-page').length > 0", timeout=30_000)
+    # The print layout moves every slide into a page after MathJax may have
+    # started: typeset again until nothing is left (a busy machine once printed
+    # a deck with no math at all).
+    for _ in range(5):
+        page.evaluate("() => new Promise(done => MathJax.Hub.Queue(['Typeset', MathJax.Hub], done))")
+        if page.evaluate(UNTYPESET_JS) == 0:
+            break
+    else:
+        raise RuntimeError(f"{html.name}: {page.evaluate(UNTYPESET_JS)} formulas never typeset")
     page.evaluate("() => document.fonts.ready")
     return page, log
 
