@@ -96,6 +96,9 @@ def multihead_diagram():
     arrow(ax, (9.32, 6.1), (10.3, 6.1))
     ax.text(10.4, 6.1, "输出 (B, L, $h$)", ha="left", va="center", color=INK, weight="bold")
     ax.text(0.3, 6.1, "每个头 $d = h/H$ 维", ha="left", va="center", color=INK)
+    au.describe(fig, "示意图：多头注意力的数据流。查询 q、键 k、值 v 分别送进每个头 i（头 0、头 1 …… 头 H-1）"
+                     "自己的投影矩阵 W_i^(q)、W_i^(k)、W_i^(v)，每个头做一次缩放点积注意力，得到 (B, L, d) 的 head_i；"
+                     "H 个头拼接成 (B, L, H·d) = (B, L, h)，再乘 W_o（h 到 h），得到输出 (B, L, h)。每个头 d = h/H 维。")
     save(fig, "04_multihead.png")
 
 
@@ -188,6 +191,11 @@ def transpose_qkv_diagram():
             ha="left", va="center", color=INK)
     ax.text(-1.5, -2.0, "格子里的数 $X[b,t,c]=100b+10t+c$    底色：头    框色：序列 $b$",
             ha="left", va="center", color=INK)
+    au.describe(fig, "示意图：transpose_qkv 把每个数放到哪里。左：X 形状 (B, n, H·d) = (2, 3, 4)，格子里是 100b+10t+c，"
+                     "第 0、1 列属于头 0，第 2、3 列属于头 1。中：reshape 加 permute 得到现代布局 (B, H, n, d)，"
+                     "每个序列拆成头 0、头 1 两块。右：再 reshape（复制一份）得到书的布局 (B·H, n, d)，"
+                     "第 0 到 3 行依次是序列 0 的头 0、序列 0 的头 1、序列 1 的头 0、序列 1 的头 1。"
+                     "反向箭头是 transpose_output，原路返回。")
     save(fig, "04_transpose_qkv.png")
 
 
