@@ -12,7 +12,8 @@ writes, next to this script:
 * 07_kv_cache.png -- one decoding step (the 3rd) of one decoder block, twice:
   left, what this module (like the book) caches in state[2][i]: the block's
   INPUTS, so W_k and W_v project every cached row again at every step (and
-  the encoder outputs too); right, what production decoders cache: the
+  the encoder outputs too; the keys and values of earlier rows, recomputed,
+  are drawn in the "repeated" colour); right, what production decoders cache: the
   projected keys and values, so only the new row is projected.
 
 Both are drawn in the course figure style of attention_utils (fonts, CJK
@@ -163,11 +164,12 @@ def kv_cache():
     ax.text(0.1, A + CELL_H / 2, "缓存\nstate[2][i]", fontsize=14, va="center", color=INK,
             linespacing=1.3)
     xs = cells(ax, 1.45, A, ["$x_1$", "$x_2$", "$x_3$"], [OLD, OLD, NEW])
-    box(ax, 1.45, B, 2.55, 0.5, "$W_k$、$W_v$：3 行全部重算", WASTE, 14)
+    box(ax, 1.45, B, 2.55, 0.5, "$W_k$、$W_v$：3 行全部重算", WASTE, 14)   # 2 of them repeat
     for x in xs:
         arrow(ax, (x, A), (x, B + 0.5))
     ax.text(0.1, C + CELL_H / 2, "键和值", fontsize=14, va="center", color=INK)
-    kv = cells(ax, 1.45, C, ["$k_1 v_1$", "$k_2 v_2$", "$k_3 v_3$"], [PLAIN] * 3)
+    # k1v1 and k2v2 were computed at earlier steps already: recomputing them is the waste.
+    kv = cells(ax, 1.45, C, ["$k_1 v_1$", "$k_2 v_2$", "$k_3 v_3$"], [WASTE, WASTE, NEW])
     for x in kv:
         arrow(ax, (x, B), (x, C + CELL_H))
     box(ax, 4.3, B, 1.6, 0.5, "$W_q$：1 行", NEW, 14)
@@ -189,6 +191,7 @@ def kv_cache():
     arrow(ax, (x_new + CELL_W / 2, B + 0.25), (8.5, B + 0.25))
     arrow(ax, (kv[2], B + 0.5), (kv[2], A))
     box(ax, 10.45, B, 1.45, 0.5, "$W_q$：1 行", NEW, 14)
+    arrow(ax, (x_new, B), (11.0, B), rad=0.32)                 # x3 feeds the query too
     row(ax, 7.35, A)
     arrow(ax, (11.15, B + 0.5), (10.17, A + CELL_H / 2), rad=0.3)
     ax.text(10.55, A + 0.72, "注意力：看全部 3 行", fontsize=14, ha="left", va="center",
@@ -198,7 +201,7 @@ def kv_cache():
     ax.add_patch(Rectangle((6.22, 0.33), 3.75, 0.78, facecolor=ONCE, alpha=0.45, edgecolor="none"))
     # ---- key ----
     for k, (colour, text) in enumerate([(OLD, "前几步留下的"), (NEW, "这一步新算的 1 行"),
-                                        (WASTE, "每步重复的投影")]):
+                                        (WASTE, "前几步算过、这一步又重算的")]):
         x = 0.1 + 3.2 * k
         ax.add_patch(Rectangle((x, 0.02), 0.26, 0.22, facecolor=colour, edgecolor=INK))
         ax.text(x + 0.38, 0.13, text, fontsize=13, va="center", color=INK)
