@@ -340,9 +340,12 @@ def test_offline_sliders_work_with_the_keyboard_and_announce(built, chromium, de
 
 # Clicks every option of every offline concept question; returns what each click showed.
 QUIZ_JS = """() => [...document.querySelectorAll('.au-quiz[data-ready]')].map(root => {
+  const at = Reveal.getIndices(root.closest('section'));
+  Reveal.slide(at.h, at.v || 0);                       // measured on its own slide, as projected
   const buttons = [...root.querySelectorAll('button.au-quiz-option')];
   const feedback = root.querySelector('.au-quiz-feedback');
-  return buttons.map(b => { b.click(); return {pressed: b.getAttribute('aria-pressed'), text: feedback.textContent}; });
+  return buttons.map(b => { b.click(); return {pressed: b.getAttribute('aria-pressed'), text: feedback.textContent,
+                                               bottom: feedback.getBoundingClientRect().bottom}; });
 })"""
 
 
@@ -363,5 +366,7 @@ def test_offline_concept_questions_explain_every_option(built, chromium, deck):
         assert all(t.startswith(("✓ 正确。", "✗ 不对。")) for t in texts), f"question {n}: {texts}"
         assert sum(t.startswith("✓") for t in texts) == 1, f"question {n}: not exactly one right option"
         assert len(set(texts)) == len(texts), f"question {n}: two options share an explanation"
+        tallest = max(c["bottom"] for c in clicks)     # the explanation must fit on the 720 px slide
+        assert tallest <= browser.VIEWPORT["height"], f"question {n}: an explanation ends at {tallest:.0f}px"
     assert code_shown == 0, "a quiz cell's source (with its answers) is shown on a slide"
     assert log.errors == [] and log.external == []
