@@ -160,7 +160,18 @@ VISIBLE_JS = r"""() => {
     return false;
   };
   if (remote) {
-    const R = remote.getBoundingClientRect();
+    // The controls a class sees: the union of the remote's visible leaves (the arrow buttons and the
+    // deck's name beside them). The directions box itself is a grid that grows with the remote panel's
+    // width (a longer notebook name in the label widens it) and is mostly empty.
+    const leaves = [...remote.closest('.jp-Deck-Remote').querySelectorAll('*')].filter(e => {
+      const r = e.getBoundingClientRect(), st = getComputedStyle(e);
+      return e.children.length === 0 && r.width > 0 && r.height > 0 && st.visibility !== 'hidden'
+        && +st.opacity > 0 && (e.tagName !== 'DIV' || (e.textContent || '').trim());
+    }).map(e => e.getBoundingClientRect());
+    const R = leaves.length ? {left: Math.min(...leaves.map(r => r.left)), right: Math.max(...leaves.map(r => r.right)),
+                               top: Math.min(...leaves.map(r => r.top)), bottom: Math.max(...leaves.map(r => r.bottom))}
+                            : remote.getBoundingClientRect();
+    window.__auRemote = R;
     const hit = r => r.width > 0 && r.height > 0 && r.left < R.right && r.right > R.left
       && r.top < R.bottom && r.bottom > R.top;
     for (const c of cells) {
@@ -179,6 +190,7 @@ VISIBLE_JS = r"""() => {
   }
   return {
     under,
+    remote: window.__auRemote || null,
     cells: cells.map(c => jupyterapp.shell.currentWidget.content.widgets.findIndex(w => w.node === c)),
     active: jupyterapp.shell.currentWidget.content.activeCellIndex,
     top: boxes.length ? Math.min(...boxes.map(b => b.top)) : 0,
@@ -256,7 +268,8 @@ def slide_problems(info: dict) -> list[str]:
     if info["reprs"]:
         out.append(f"widget text repr {info['reprs'][:2]}")
     if info["under"]:
-        out.append(f"content under the presenter's arrows (bottom right): {info['under'][:3]}")
+        box = info["remote"] and {k: round(v) for k, v in info["remote"].items() if k in ("left", "top", "right", "bottom")}
+        out.append(f"content under the presenter's arrows {box}: {info['under'][:3]}")
     return out
 
 
