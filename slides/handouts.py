@@ -30,7 +30,7 @@ import browser  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 PRINT_QUERY = "?print-pdf&pdfSeparateFragments=false&pdfMaxPagesPerSlide=1&transition=none"
-NOTES_HEIGHT = 420  # px below each slide for its speaker notes
+NOTES_HEIGHT = 560  # px below each slide for its speaker notes (the longest notes fit at 12 px or more)
 
 # Runs in the page once reveal's print layout is ready: the last page must not
 # force a page break (reveal's own rule misses it, which printed a blank page),
@@ -112,8 +112,9 @@ def print_deck(context, html: Path, out: Path, notes: bool = False) -> int:
         pages = page.evaluate(LAST_PAGE_JS)
         if notes:
             overflowing = page.evaluate(NOTES_JS, NOTES_HEIGHT)
-            if overflowing:
-                print(f"  warning: {overflowing} pages of notes in {out.name} do not fit at 12 px")
+            if overflowing:              # the box would clip them: a teacher would lose part of the notes
+                raise RuntimeError(f"{out.name}: the speaker notes of {overflowing} slides do not fit under "
+                                   f"the slide even at 12 px; shorten them (or raise NOTES_HEIGHT)")
         out.parent.mkdir(parents=True, exist_ok=True)
         page.pdf(path=str(out), prefer_css_page_size=True, print_background=True, tagged=True, outline=True)
     finally:
