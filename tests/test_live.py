@@ -160,9 +160,10 @@ VISIBLE_JS = r"""() => {
     return false;
   };
   if (remote) {
-    // The controls a class sees: the union of the remote's visible leaves (the arrow buttons and the
-    // deck's name beside them). The directions box itself is a grid that grows with the remote panel's
-    // width (a longer notebook name in the label widens it) and is mostly empty.
+    // The controls a class sees: the union of the remote's visible leaves (the arrow buttons, and
+    // anything else the presenter shows there). The directions box itself grows with the remote panel,
+    // which jupyterlab-slideshow widens with its list of other open notebooks (course.css hides that
+    // list), and is mostly empty.
     const leaves = [...remote.closest('.jp-Deck-Remote').querySelectorAll('*')].filter(e => {
       const r = e.getBoundingClientRect(), st = getComputedStyle(e);
       return e.children.length === 0 && r.width > 0 && r.height > 0 && st.visibility !== 'hidden'
