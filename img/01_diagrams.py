@@ -12,7 +12,8 @@ writes, next to this script:
   The weights carry three decimals (0.245, 0.090, 0.665), so that a student who
   multiplies them by the values by hand gets the 2.42 shown (two decimals would
   give 2.43). The softmax box says what it computes: exp, then divide by the sum.
-  Each row is one key-value pair; each column is one step.
+  Each row is one key-value pair; the three steps run left to right, bracketed
+  ① ② ③ under the figure (four of the seven columns are data, not steps).
 
 Both are drawn in the course figure style of attention_utils (fonts, CJK
 fallback) and saved with its figure report, so tests/test_lecture_rules.py can
