@@ -132,11 +132,19 @@ def static_widgets(nb) -> None:
                     output["data"] = {"text/html": WIDGET_NOTE}
 
 
-def hide_quiz_inputs(nb) -> None:
-    """A concept question shows as its buttons, not as the cell that shows it."""
+def hidden_source(cell) -> bool:
+    """A cell shown by its output alone: a concept question (its buttons), or a cell
+    whose input is collapsed in JupyterLab (metadata.jupyter.source_hidden), which
+    the live presenter also shows as its output with the code one click away."""
+    return (cell.get("metadata", {}).get("jupyter", {}).get("source_hidden", False)
+            or any('class="au-quiz"' in "".join(o.get("data", {}).get("text/html", ""))
+                   for o in cell.get("outputs", [])))
+
+
+def hide_collapsed_inputs(nb) -> None:
+    """The offline deck shows such cells as their output only, as JupyterLab does."""
     for cell in nb.cells:
-        if any('class="au-quiz"' in "".join(o.get("data", {}).get("text/html", ""))
-               for o in cell.get("outputs", [])):
+        if cell.cell_type == "code" and hidden_source(cell):
             cell.metadata["transient"] = {"remove_source": True}
 
 
@@ -164,7 +172,7 @@ def export_deck(path: Path, out: Path, settings: dict) -> dict:
 
     nb = nbformat.read(path, as_version=4)
     static_widgets(nb)
-    hide_quiz_inputs(nb)
+    hide_collapsed_inputs(nb)
     exporter = SlidesExporter(config=c)
     resources = {
         "metadata": {"name": path.stem, "path": str(path.parent)},

@@ -189,8 +189,13 @@ VISIBLE_JS = r"""() => {
           under.push('<' + e.tagName.toLowerCase() + '>');
     }
   }
+  // A collapsed input (a concept question, an interactive figure's wiring) is shown by its output
+  // alone while presenting (slides/course.css), not as its first line and an ellipsis.
+  const collapsed = cells.flatMap(c => [...c.querySelectorAll('.jp-InputPlaceholder')])
+    .filter(e => e.getBoundingClientRect().height > 0).map(e => (e.innerText || '').trim().slice(0, 40));
   return {
     under,
+    collapsed,
     remote: window.__auRemote || null,
     cells: cells.map(c => jupyterapp.shell.currentWidget.content.widgets.findIndex(w => w.node === c)),
     active: jupyterapp.shell.currentWidget.content.activeCellIndex,
@@ -266,6 +271,8 @@ def slide_problems(info: dict) -> list[str]:
         out.append(f"broken image {info['broken'][:2]}")
     if info["raw"]:
         out.append(f"raw TeX {info['raw'][:2]}")
+    if info["collapsed"]:
+        out.append(f"collapsed input shown as a line of code {info['collapsed'][:2]}")
     if info["reprs"]:
         out.append(f"widget text repr {info['reprs'][:2]}")
     if info["under"]:

@@ -58,10 +58,12 @@ def built():
     """build/slides/ up to date with every deck (rebuilt here if stale)."""
     if not DECKS:
         pytest.skip(f"no decks in {NOTEBOOKS}")
+    tools = [ROOT / "slides" / "build.py", ROOT / "slides" / "course.css", *(ROOT / "slides" / "templates").rglob("*")]
+    newest_tool = max(t.stat().st_mtime for t in tools if t.is_file())
     stale = [
         p for p in DECKS
         if not (SLIDES / f"{p.stem}.slides.html").exists()
-        or (SLIDES / f"{p.stem}.slides.html").stat().st_mtime < p.stat().st_mtime
+        or (SLIDES / f"{p.stem}.slides.html").stat().st_mtime < max(p.stat().st_mtime, newest_tool)
     ]
     if stale or not (SLIDES / "index.html").exists():
         if not (ROOT / "node_modules" / "reveal.js").exists():
@@ -370,3 +372,26 @@ def test_offline_concept_questions_explain_every_option(built, chromium, deck):
         assert tallest <= browser.VIEWPORT["height"], f"question {n}: an explanation ends at {tallest:.0f}px"
     assert code_shown == 0, "a quiz cell's source (with its answers) is shown on a slide"
     assert log.errors == [] and log.external == []
+
+
+@pytest.mark.parametrize("deck", DECKS, ids=deck_ids(DECKS))
+def test_collapsed_cells_show_only_their_output(built, chromium, deck):
+    """A cell collapsed in JupyterLab (jupyter.source_hidden) or holding a concept question shows
+    its output without its code, as the live presenter does (slides/course.css); every other
+    shown code cell keeps its code."""
+    nb = nbformat.read(deck, as_version=4)
+    shown = [c for c in nb.cells if c.cell_type == "code" and c.source.strip()
+             and c.metadata.get("slideshow", {}).get("slide_type") not in ("skip", "notes")]
+    expected = {c.id: not build.hidden_source(c) for c in shown}
+    page, log = browser.open_static_deck(chromium, built / f"{deck.stem}.slides.html")
+    try:
+        found = page.evaluate("""ids => Object.fromEntries(ids.map(id => {
+            const cell = document.getElementById('cell-id=' + id);
+            return [id, cell ? !!cell.querySelector('.jp-InputArea') : null]; }))""", list(expected))
+    finally:
+        page.close()
+    assert None not in found.values(), f"shown cells missing from the offline deck: " \
+        f"{[k for k, v in found.items() if v is None]}"
+    wrong = {k: ("code shown" if v else "code missing") for k, v in found.items() if v != expected[k]}
+    assert not wrong, f"cells whose code is shown or hidden against the notebook: {wrong}"
+    assert log.errors == []
