@@ -214,6 +214,8 @@ SETTLE_JS = ("await new Promise(r => requestAnimationFrame(() => requestAnimatio
              " await Promise.all(document.getAnimations()"
              ".filter(a => a.effect && a.effect.getComputedTiming().endTime < Infinity)"
              ".map(a => a.finished.catch(() => null)));")
+NO_MOTION_CSS = "*, *::before, *::after { animation-duration: 0s !important; animation-delay: 0s !important;" \
+                " transition-duration: 0s !important; transition-delay: 0s !important; }"
 # One round trip per step: move the presenter, let it settle, then inspect.
 STEP_JS = ("async args => { await jupyterapp.commands.execute('deck:go', args); " + SETTLE_JS +
            " return (" + VISIBLE_JS + ")(); }")
@@ -283,6 +285,8 @@ def slide_problems(info: dict) -> list[str]:
 
 def walk(page, deck: str, limit: int = 400) -> tuple[list, list]:
     """Visit every slide and fragment from the start; return (steps, problems)."""
+    # Each step is judged in its final state: skip the presenter's fades (about a second a step).
+    page.add_style_tag(content=NO_MOTION_CSS)
     present_from(page, 0)
     steps, problems, last, stuck = [], [], None, 0
     info = inspect_slide(page)
