@@ -36,6 +36,7 @@ HEAD_FILL = ["#bfdbfe", "#fed7aa", "#bbf7d0"]  # head 0 blue, head 1 orange, hea
 HEAD_EDGE = ["#1d4ed8", "#c2410c", "#15803d"]
 BATCH_EDGE = {0: "#1e3a8a", 1: "#991b1b"}     # frame of sequence b = 0 (blue), b = 1 (red)
 FORWARD, BACKWARD = "#111827", "#6d28d9"      # transpose_qkv black, transpose_output purple
+INPUT_COLOUR = {"q": "#0e7490", "k": "#7e22ce", "v": "#be123c"}  # fan-in lines: one colour per input
 B, N, H, D = 2, 3, 2, 2                       # the deck's tiny tensor
 
 
@@ -75,14 +76,15 @@ def multihead_diagram():
     w_box, gap = 1.35, 0.1                    # projection boxes
     inputs = {"q": (2.3, "查询 $\\mathbf{q}$"), "k": (7.0, "键 $\\mathbf{k}$"),
               "v": (11.7, "值 $\\mathbf{v}$")}
-    for x, text in inputs.values():
-        ax.text(x, 0.25, text, ha="center", va="center", color=INK, weight="bold")
+    for name, (x, text) in inputs.items():
+        ax.text(x, 0.25, text, ha="center", va="center", color=INPUT_COLOUR[name], weight="bold")
     for col, (x0, head) in enumerate(zip(left, heads)):
         for j, name in enumerate("qkv"):
             x = x0 + j * (w_box + gap)
             box(ax, x, 1.15, w_box, 0.75, f"$\\mathbf{{W}}_{{{head}}}^{{({name})}}$",
                 HEAD_FILL[col], HEAD_EDGE[col])
-            arrow(ax, (inputs[name][0], 0.55), (x + w_box / 2, 1.12), colour="#6b7280", width=1.2)
+            arrow(ax, (inputs[name][0], 0.55), (x + w_box / 2, 1.12), colour=INPUT_COLOUR[name],
+                  width=2.2)          # coloured by input, so the crossing lines can be followed
             arrow(ax, (x + w_box / 2, 1.92), (x0 + 2.1, 2.55))
         box(ax, x0, 2.6, 4.25, 0.8, "缩放点积注意力", HEAD_FILL[col], HEAD_EDGE[col])
         ax.text(x0 + 2.1, 3.75, f"$\\mathrm{{head}}_{{{head}}}$：(B, L, $d$)", ha="center",
@@ -97,7 +99,7 @@ def multihead_diagram():
     ax.text(10.4, 6.1, "输出 (B, L, $h$)", ha="left", va="center", color=INK, weight="bold")
     ax.text(0.3, 6.1, "每个头 $d = h/H$ 维", ha="left", va="center", color=INK)
     au.describe(fig, "示意图：多头注意力的数据流。查询 q、键 k、值 v 分别送进每个头 i（头 0、头 1 …… 头 H-1）"
-                     "自己的投影矩阵 W_i^(q)、W_i^(k)、W_i^(v)，每个头做一次缩放点积注意力，得到 (B, L, d) 的 head_i；"
+                     "自己的投影矩阵 W_i^(q)、W_i^(k)、W_i^(v)（青、紫、红三色的线分别来自 q、k、v），每个头做一次缩放点积注意力，得到 (B, L, d) 的 head_i；"
                      "H 个头拼接成 (B, L, H·d) = (B, L, h)，再乘 W_o（h 到 h），得到输出 (B, L, h)。每个头 d = h/H 维。")
     save(fig, "04_multihead.png")
 
