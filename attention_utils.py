@@ -1931,7 +1931,8 @@ def _colour_range(values):
 
 
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
-                  cmap="Reds", *, mask=None, share_scale=True, vmax=None, alt=None):
+                  cmap="Reds", *, mask=None, share_scale=True, vmax=None, vmin=None,
+                  colorbar_label=None, alt=None):
     """Draw a grid of attention matrices, as ``d2l.show_heatmaps`` does.
 
     Args:
@@ -1954,6 +1955,11 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
         vmax: top of the colour scale for every panel (default: the largest
             shown value). Frames of an interactive figure that should be
             compared share one, e.g. ``vmax=1`` for attention weights.
+        vmin: bottom of the colour scale for every panel (default: 0 when
+            every shown value is >= 0, else the smallest shown value), e.g.
+            ``vmin=-1, vmax=1`` for a matrix of cosines.
+        colorbar_label: text beside every colour bar, e.g. '注意力权重'
+            (default: none).
         alt: the figure's text alternative. Default: built when the figure is
             shown, from the shape, the axis labels (and token tick labels)
             and where the largest values lie, e.g. '热力图：10 个查询 ×
@@ -1982,7 +1988,9 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                              FigureClass=_ShownOnceFigure)
     # The book's colour bar described only the last panel; a shared scale
     # makes equal colours mean equal weights across panels.
-    top = vmax
+    top, bottom = vmax, vmin
+    if top is not None and bottom is not None and not bottom < top:
+        raise ValueError(f"expected vmin < vmax, got vmin={bottom} and vmax={top}")
     vmin, vmax = _colour_range(matrices[keep])
     for i in range(num_rows):
         for j in range(num_cols):
@@ -1990,13 +1998,14 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             if not share_scale:
                 vmin, vmax = _colour_range(matrices[i, j][keep[i, j]])
             vmax = vmax if top is None else top
+            vmin = vmin if bottom is None else bottom
             shown = np.ma.masked_array(matrices[i, j].numpy(),
                                        mask=~keep[i, j].numpy())
             image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax)
             if not keep[i, j].all():
                 _hatch(ax, ~keep[i, j])
             if not share_scale:
-                fig.colorbar(image, ax=ax, shrink=0.6)
+                fig.colorbar(image, ax=ax, shrink=0.6, label=colorbar_label)
             if i == num_rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:
@@ -2004,10 +2013,11 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             if titles is not None:
                 ax.set_title(titles[j])
     if share_scale:
-        fig.colorbar(image, ax=axes, shrink=0.6)
+        fig.colorbar(image, ax=axes, shrink=0.6, label=colorbar_label)
     low, high = _colour_range(matrices[keep])
+    low, high = (low if bottom is None else bottom), (high if top is None else top)
     fig._au_heatmaps = {"matrices": matrices, "keep": keep, "xlabel": xlabel, "ylabel": ylabel,
-                        "scale": (low, high if top is None else top) if share_scale else None}  # for _heatmaps_alt
+                        "scale": (low, high) if share_scale else None}  # for _heatmaps_alt
     fig._au_alt = alt
     return fig
 
@@ -2783,8 +2793,13 @@ def _fmt(t, digits=3):
         if math.isnan(x) or math.isinf(x):
             return str(x)
         x = round(x, digits) + 0.0          # + 0.0: no "-0"
-        return f"{x:g}"
+        return f"{x:.{places}f}"
 
+    # One number of decimals for the whole tensor (0.090, 0.245, not 0.09, 0.245): the
+    # fewest that show every entry as rounded to `digits`.
+    values = [v for v in t.double().flatten().tolist() if math.isfinite(v)]
+    places = next((k for k in range(digits + 1)
+                   if all(abs(round(v, digits) - round(v, k)) < 1e-12 for v in values)), digits)
     return number(t.double().tolist())
 
 
@@ -3526,7 +3541,7 @@ def check_positional_encoding(positional_encoding):
     """
     return _run_checker("positional_encoding", positional_encoding, _positional_encoding_steps, [
         "形状：(num_steps, num_hiddens)，没有批量维",
-        "偶数列是 sin、奇数列是 cos，交错排列；位置从 0 开始；频率 1/10000^(2i/d)",
+        "偶数列是 sin、奇数列是 cos，交错排列；位置从 0 开始；频率 1/10000^(2j/d)",
         "num_hiddens 为奇数时最后一列是 sin",
         f"数值：与 au.PositionalEncoding 的 P 一致（50 个位置、16 维，误差 ≤ {_TOLERANCE_TEXT}）"])
 
@@ -3541,11 +3556,11 @@ def _positional_encoding_steps(student):
                expected[None], "返回 P 本身即可；PositionalEncoding 里的 P[:, :n] 是给加到 (B, n, h) 上用的。"),
         _Known("sin-cos-swapped", "sin 与 cos 放反了：偶数列应是 sin，奇数列是 cos",
                _encoding_variant(3, 4, swap=True), "第 0 个位置的编码应是 [0, 1, 0, 1]：sin 0 = 0，cos 0 = 1。"),
-        _Known("exponent-i-over-d", "指数写成了 i/d，应为 2i/d（i 是第几对列）",
+        _Known("exponent-i-over-d", "指数写成了 j/d，应为 2j/d（j 是第几对列）",
                _encoding_variant(3, 4, exponent_step=1),
-               "第 i 对列的频率是 1/10000^(2i/d)：最后一对的周期接近 2π·10000。"),
+               "第 j 对列的频率是 1/10000^(2j/d)：最后一对的周期接近 2π·10000。"),
         _Known("wrong-base", "底数不是 10000（这里用了 1000）", _encoding_variant(3, 4, base=1000),
-               "频率是 1/10000^(2i/d)。"),
+               "频率是 1/10000^(2j/d)。"),
         _Known("positions-from-1", "位置从 1 开始了，应从 0 开始", _encoding_variant(3, 4, first_position=1),
                "第一个词元的位置是 0：torch.arange(num_steps)。"),
         _Known("halves-concatenated", "sin 和 cos 各占一半拼接，应交错排列（sin, cos, sin, cos, …）",

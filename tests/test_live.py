@@ -379,10 +379,13 @@ def move_controls(page, index: int) -> list[str]:
             try:
                 page.wait_for_function(f"([i, b]) => ({SLIDERS_JS})(i).image !== b", arg=[index, before], timeout=5_000)
             except Exception:
-                # At that end already: go the other way first.
+                # At that end already (the default is the last frame): go the other way. A new
+                # picture is a kernel round trip, slow on a busy machine: wait for it as above.
                 page.keyboard.press("End" if key == "Home" else "Home")
-                page.wait_for_timeout(300)
-                if page.evaluate(SLIDERS_JS, index)["image"] == before:
+                try:
+                    page.wait_for_function(f"([i, b]) => ({SLIDERS_JS})(i).image !== b", arg=[index, before],
+                                           timeout=5_000)
+                except Exception:
                     problems.append(f"cell {index}: slider {k} moved ({key}) but its picture did not change")
     return problems
 

@@ -220,6 +220,20 @@ def test_show_heatmaps_own_scale_per_panel():
     assert len({image.get_clim() for image in images(shared)}) == 1
 
 
+def test_show_heatmaps_fixed_scale_and_labelled_colour_bars():
+    signed = torch.tensor([[-0.5, 0.9], [0.2, 0.0]])
+    fig = au.show_heatmaps(signed, "k", "q", vmin=-1, vmax=1, colorbar_label="余弦")
+    assert images(fig)[0].get_clim() == pytest.approx((-1.0, 1.0))
+    bars = [ax for ax in fig.axes if not ax.images]
+    assert [bar.get_ylabel() for bar in bars] == ["余弦"]
+    assert "色标从 -1 到 1" in au._figure_alt(fig)
+    per_panel = au.show_heatmaps(grid(1, 2), "k", "q", share_scale=False, colorbar_label="权重")
+    assert [ax.get_ylabel() for ax in per_panel.axes if not ax.images] == ["权重", "权重"]
+    assert all(ax.get_ylabel() == "" for ax in au.show_heatmaps(signed, "k", "q").axes if not ax.images)
+    with pytest.raises(ValueError, match="expected vmin < vmax, got vmin=1 and vmax=0"):
+        au.show_heatmaps(signed, "k", "q", vmin=1, vmax=0)
+
+
 @pytest.mark.parametrize("mask, received", [
     (torch.ones(2, 2), "dtype torch.float32"),
     (torch.ones(3, 2, dtype=torch.bool), r"got \(3, 2\)"),
