@@ -36,13 +36,15 @@ INK = "#111827"                                   # all text: near black
 ENCODER, DECODER, CONTEXT, ATTENTION = "#bfdbfe", "#fed7aa", "#fca5a5", "#bbf7d0"
 RED, GREEN, BROWN = "#b91c1c", "#15803d", "#9a3412"
 XS = [1.2, 3.2, 5.2, 7.2]                         # encoder positions, T = 4
+MATH = 17        # symbols (s_{t'-1}, h_t, ...): their subscripts stay >= 16 px on the slide
 
 
 def box(ax, x, y, w, h, text, fill, weight="normal"):
     ax.add_patch(FancyBboxPatch((x - w / 2, y - h / 2), w, h,
                                 boxstyle="round,pad=0,rounding_size=0.18",
                                 facecolor=fill, edgecolor=INK, linewidth=1.4))
-    ax.text(x, y, text, ha="center", va="center", color=INK, weight=weight)
+    size = MATH if "$" in text else None                # Chinese labels keep the course size
+    ax.text(x, y, text, ha="center", va="center", color=INK, weight=weight, fontsize=size)
 
 
 def arrow(ax, start, end, colour=INK, width=1.6, style="-|>", rad=0.0):
@@ -54,7 +56,7 @@ def arrow(ax, start, end, colour=INK, width=1.6, style="-|>", rad=0.0):
 def encoder(ax):
     """Source tokens x_1..x_4 and the encoder states h_1..h_4 along the bottom."""
     for t, x in enumerate(XS, start=1):
-        ax.text(x, 0.35, f"$x_{t}$", ha="center", va="center", color=INK)
+        ax.text(x, 0.35, f"$x_{t}$", ha="center", va="center", color=INK, fontsize=MATH)
         arrow(ax, (x, 0.75), (x, 1.15))
         box(ax, x, 1.65, 1.3, 0.9, f"$h_{t}$", ENCODER)
         if t > 1:
@@ -69,7 +71,7 @@ def plain(ax):
     arrow(ax, (XS[-1] + 0.4, 2.1), (9.5, 3.3), colour=RED, width=2.2)
     ds = [2.6, 5.4, 8.2]                          # decoder steps t' = 1, 2, 3
     box(ax, 0.0, 6.6, 1.3, 0.9, "$s_0$", DECODER)
-    ax.text(0.0, 7.5, "$s_0 = h_4$", ha="center", va="center", color=RED)
+    ax.text(0.15, 7.5, "$s_0 = h_4$", ha="center", va="center", color=RED, fontsize=MATH)
     ax.plot([ds[0] + 0.3, 10.3], [4.9, 4.9], color=RED, linewidth=2.0)   # the same c ...
     ax.plot([10.3, 10.3], [4.05, 4.9], color=RED, linewidth=2.0)
     for k, x in enumerate(ds, start=1):
@@ -77,8 +79,8 @@ def plain(ax):
         left = 0.65 if k == 1 else ds[k - 2] + 0.65
         arrow(ax, (left, 6.6), (x - 0.65, 6.6))
         arrow(ax, (x, 7.05), (x, 7.55))
-        ax.text(x, 7.9, f"$y_{k}$", ha="center", va="center", color=INK)
-        ax.text(x - 1.1, 5.5, f"$y_{k - 1}$", ha="center", va="center", color=INK)
+        ax.text(x, 7.9, f"$y_{k}$", ha="center", va="center", color=INK, fontsize=MATH)
+        ax.text(x - 1.1, 5.5, f"$y_{k - 1}$", ha="center", va="center", color=INK, fontsize=MATH)
         arrow(ax, (x - 0.85, 5.75), (x - 0.4, 6.15))          # the previous token, embedded
         arrow(ax, (x + 0.3, 4.9), (x + 0.3, 6.15), colour=RED, width=2.0)  # ... at every step
     ax.text(11.4, 6.6, "解码器", ha="center", va="center", color=BROWN, weight="bold")
@@ -92,14 +94,14 @@ def bahdanau(ax):
     for x, a in zip(XS, weights):
         arrow(ax, (x, 2.1), (3.6 + (x - 4.2) * 0.45, 3.55), colour=GREEN,
               width=0.8 + 9 * a, style="-")
-    ax.text(8.1, 2.75, r"线宽 = 权重 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
-            color=GREEN)
+    ax.text(9.4, 2.75, r"线宽 = 权重 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
+            color=GREEN, fontsize=MATH)
     box(ax, 0.3, 6.6, 1.6, 0.9, r"$s_{t'-1}$", DECODER)
     arrow(ax, (0.5, 6.15), (2.6, 4.45), colour=BROWN, width=2.0)
     ax.text(0.7, 5.05, "查询", ha="center", va="center", color=BROWN, weight="bold")
     box(ax, 6.6, 4.0, 1.5, 0.9, r"$c_{t'}$", CONTEXT, "bold")
     arrow(ax, (4.9, 4.0), (5.85, 4.0))
-    ax.text(9.5, 4.0, r"$y_{t'-1}$", ha="center", va="center", color=INK)
+    ax.text(9.5, 4.0, r"$y_{t'-1}$", ha="center", va="center", color=INK, fontsize=MATH)
     box(ax, 8.0, 6.6, 1.8, 0.9, "GRU", "#e5e7eb")
     arrow(ax, (1.1, 6.6), (7.1, 6.6))
     arrow(ax, (6.8, 4.45), (7.6, 6.15))                      # context
@@ -107,9 +109,10 @@ def bahdanau(ax):
     box(ax, 10.9, 6.6, 1.5, 0.9, r"$s_{t'}$", DECODER)
     arrow(ax, (8.9, 6.6), (10.15, 6.6))
     arrow(ax, (10.9, 7.05), (10.9, 7.55))
-    ax.text(10.9, 7.9, r"$y_{t'}$", ha="center", va="center", color=INK)
-    ax.text(0.3, 7.5, "$s_0 = h_4$", ha="center", va="center", color=RED)
-    ax.set_title(r"(b) Bahdanau 注意力：每一步重新汇聚全部 $h_t$", color=INK)
+    ax.text(10.9, 7.9, r"$y_{t'}$", ha="center", va="center", color=INK, fontsize=MATH)
+    # Only the first step starts from the encoder: s_{t'-1} = s_0 = h_4 when t' = 1.
+    ax.text(-0.8, 7.55, "$t'=1$ 时 $s_0 = h_4$", ha="left", va="center", color=RED, fontsize=MATH)
+    ax.set_title("(b) Bahdanau 注意力：每一步重新汇聚编码器的全部状态", color=INK)
 
 
 def bottleneck():
