@@ -101,6 +101,16 @@ def test_no_setup_or_plumbing_on_a_slide(deck):
     assert not problems, "\n".join(problems)
 
 
+def test_concept_questions_show_as_their_buttons(deck):
+    """A concept question's cell is collapsed (jupyter.source_hidden): live and offline the class
+    sees its question and buttons, not the line of code that shows it (slides/course.css)."""
+    shown_code_lines = [label(i, c) for i, c in shown_code(deck)
+                        if any('class="au-quiz"' in "".join(o.get("data", {}).get("text/html", ""))
+                               for o in c.get("outputs", []))
+                        and not c.get("metadata", {}).get("jupyter", {}).get("source_hidden")]
+    assert not shown_code_lines, "concept questions with their code on the slide: " + ", ".join(shown_code_lines)
+
+
 def test_setup_cell_is_off_the_slides_and_seeds(deck):
     """The set-up cell is skipped: the live presenter runs it on Run All (tests/test_live.py)."""
     setup = next(c for c in deck["cells"] if c["cell_type"] == "code")
