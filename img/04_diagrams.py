@@ -63,10 +63,16 @@ def arrow(ax, start, end, colour=INK, width=1.8):
 
 # ---------------------------------------------------------------- data flow
 
-def box(ax, x, y, w, h, text, fill, edge=INK):
+# Mathtext draws sub- and superscripts at 70 % of the text size; labels with
+# them (W_i^(q), head_i, W_o) are set this large so the scripts stay >= 16 px
+# on a slide (the figure report only sees the base size).
+SCRIPTED = 18
+
+
+def box(ax, x, y, w, h, text, fill, edge=INK, size=None):
     ax.add_patch(FancyBboxPatch((x, y), w, h, boxstyle="round,pad=0,rounding_size=0.12",
                                 facecolor=fill, edgecolor=edge, linewidth=1.6))
-    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", color=INK)
+    ax.text(x + w / 2, y + h / 2, text, ha="center", va="center", color=INK, size=size)
 
 
 def multihead_diagram():
@@ -82,18 +88,18 @@ def multihead_diagram():
         for j, name in enumerate("qkv"):
             x = x0 + j * (w_box + gap)
             box(ax, x, 1.15, w_box, 0.75, f"$\\mathbf{{W}}_{{{head}}}^{{({name})}}$",
-                HEAD_FILL[col], HEAD_EDGE[col])
+                HEAD_FILL[col], HEAD_EDGE[col], size=SCRIPTED)
             arrow(ax, (inputs[name][0], 0.55), (x + w_box / 2, 1.12), colour=INPUT_COLOUR[name],
                   width=2.2)          # coloured by input, so the crossing lines can be followed
             arrow(ax, (x + w_box / 2, 1.92), (x0 + 2.1, 2.55))
         box(ax, x0, 2.6, 4.25, 0.8, "缩放点积注意力", HEAD_FILL[col], HEAD_EDGE[col])
         ax.text(x0 + 2.1, 3.75, f"$\\mathrm{{head}}_{{{head}}}$：(B, L, $d$)", ha="center",
-                va="center", color=INK)
+                va="center", color=INK, size=SCRIPTED)
     ax.text(9.62, 3.0, "…", ha="center", va="center", color=INK, weight="bold")
     box(ax, 2.6, 4.55, 9.3, 0.75, "拼接：(B, L, $H\\cdot d$) = (B, L, $h$)", "#e5e7eb")
     for x0 in left:
         arrow(ax, (x0 + 2.1, 4.0), (x0 + 2.1 + 0.3 * (7.25 - x0 - 2.1), 4.52))
-    box(ax, 5.2, 5.75, 4.1, 0.7, "$\\mathbf{W}_o$：$h\\to h$", "#ddd6fe")
+    box(ax, 5.2, 5.75, 4.1, 0.7, "$\\mathbf{W}_o$：$h\\to h$", "#ddd6fe", size=SCRIPTED)
     arrow(ax, (7.25, 5.32), (7.25, 5.72))
     arrow(ax, (9.32, 6.1), (10.3, 6.1))
     ax.text(10.4, 6.1, "输出 (B, L, $h$)", ha="left", va="center", color=INK, weight="bold")
