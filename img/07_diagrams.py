@@ -125,8 +125,8 @@ def transformer():
           colour=MEMORY, rad=-0.25, lw=2.4)
     ax.text(6.25, 3.1, "键 = 值", ha="center", va="center", fontsize=14, weight="bold",
             color=MEMORY)
-    notes = [(ENC_SELF, "① 查询、键、值：上一层编码器输出（遮填充）"),
-             (DEC_SELF, "② 查询、键、值：上一层解码器输出（因果掩蔽）"),
+    notes = [(ENC_SELF, "① 查询、键、值：都是这一块的输入（遮填充）"),
+             (DEC_SELF, "② 查询、键、值：都是这一块的输入（因果掩蔽）"),
              (CROSS, "③ 查询：解码器；键和值：编码器输出（遮填充）")]
     for k, (colour, text) in enumerate(notes):
         y = 5.25 - 0.38 * k
