@@ -220,6 +220,26 @@ def test_show_heatmaps_own_scale_per_panel():
     assert len({image.get_clim() for image in images(shared)}) == 1
 
 
+def test_figure_report_counts_sub_and_superscripts_at_their_drawn_size():
+    """A log axis's exponents and a label's subscript are smaller than their text: the report
+    measures them at the size mathtext draws them, which the course style sets."""
+    import matplotlib._mathtext as mathtext
+    import matplotlib.pyplot as plt
+    assert mathtext.SHRINK_FACTOR == au.SCRIPT_SCALE == 0.9
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [1e-4, 1])
+    ax.set_yscale("log")                                       # ticks $\\mathdefault{10^{-4}}$
+    assert au._figure_report(fig)["min_text_pt"] == pytest.approx(13 * 0.9)
+    fig, ax = plt.subplots()
+    ax.plot([1, 2], [1, 2])
+    ax.set_title(r"$k_1$ 与 \$5 元", fontsize=20)            # a subscript; an escaped dollar is text
+    ax.tick_params(labelsize=30)
+    ax.set_xlabel("x", fontsize=30)
+    ax.set_ylabel("y", fontsize=30)
+    assert au._figure_report(fig)["min_text_pt"] == pytest.approx(18)
+    plt.close("all")
+
+
 def test_show_heatmaps_fixed_scale_and_labelled_colour_bars():
     signed = torch.tensor([[-0.5, 0.9], [0.2, 0.0]])
     fig = au.show_heatmaps(signed, "k", "q", vmin=-1, vmax=1, colorbar_label="余弦")
