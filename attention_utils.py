@@ -3184,7 +3184,7 @@ def check_masked_softmax(masked_softmax):
     return _run_checker("masked_softmax", masked_softmax, _masked_softmax_steps, [
         "valid_lens 为 None、(B,)（在 L 个查询上重复）、(B, L)（每个查询一个）三种情况",
         "被掩蔽的键权重恰好为 0；有效长度为 0 的行全为 0（不是均匀权重，也不是 NaN）",
-        "没有改写调用者的 X；float16 能用；真实分数低于 -1e6 时权重也不漏进被掩蔽的位置",
+        "没有改写调用者的 X；float16 能用；一行的真实分数都低于 -1e6 时权重也不漏进被掩蔽的位置",
         f"数值：与 au.masked_softmax、F.softmax（被掩蔽处填 -inf）一致（误差 ≤ {_TOLERANCE_TEXT}）"])
 
 
