@@ -12,8 +12,9 @@ writes, next to this script:
 * 07_kv_cache.png -- one decoding step (the 3rd) of one decoder block, twice:
   left, what this module (like the book) caches in state[2][i]: the block's
   INPUTS, so W_k and W_v project every cached row again at every step (and
-  the encoder outputs too; the keys and values of earlier rows, recomputed,
-  are drawn in the "repeated" colour); right, what production decoders cache: the
+  the encoder outputs too; the projection box is neutral and says that 2 of
+  its 3 rows are recomputed, and the keys and values of those earlier rows are
+  drawn in the "repeated" colour); right, what production decoders cache: the
   projected keys and values, so only the new row is projected.
 
 Both are drawn in the course figure style of attention_utils (fonts, CJK
@@ -74,6 +75,7 @@ def save(fig, name):
 # ---------------------------------------------------------------- the model
 
 SUBLAYER_H, NORM_H, STEP = 0.45, 0.34, 1.05
+STACKED = "× N\n（num_layers）"          # the same label on both stacks
 
 
 def stack(ax, x, w, y, sublayers):
@@ -108,7 +110,7 @@ def transformer():
     w, enc_x, dec_x = 3.3, 1.35, 7.45
     enc_top = column(ax, enc_x, w, [("① 多头自注意力", ENC_SELF), ("基于位置的前馈网络", FFN)],
                      "编码器", "源序列词元（填充到 num_steps）")
-    ax.text(enc_x - 0.5, 2.3, "× N", ha="right", va="center", fontsize=15, color=INK)
+    ax.text(enc_x + w + 0.3, 1.75, STACKED, ha="left", va="center", fontsize=14, color=INK)
     ax.text(enc_x + w / 2 + 0.6, enc_top + 0.55, "编码器输出 enc_outputs", ha="center",
             va="center", fontsize=14, weight="bold", color=MEMORY)
     arrow(ax, (enc_x + w / 2, enc_top), (enc_x + w / 2, enc_top + 0.4), colour=MEMORY)
@@ -116,14 +118,13 @@ def transformer():
                                     ("③ 编码器－解码器注意力", CROSS),
                                     ("基于位置的前馈网络", FFN)],
                      "解码器", "目标词元（右移一位，<bos> 开头）")
-    ax.text(dec_x + w + 0.3, 2.85, "× N\n(num_layers)", ha="left", va="center",
-            fontsize=14, color=INK)
+    ax.text(dec_x + w + 0.3, 2.85, STACKED, ha="left", va="center", fontsize=14, color=INK)
     box(ax, dec_x, dec_top + 0.25, w, 0.42, "全连接层 → 词表上的预测", PLAIN, 14)
     arrow(ax, (dec_x + w / 2, dec_top), (dec_x + w / 2, dec_top + 0.25))
     cross_y = 1.35 + STEP + SUBLAYER_H / 2                      # middle of sublayer ③
     arrow(ax, (enc_x + w / 2 + 2.15, enc_top + 0.45), (dec_x - 0.02, cross_y),
           colour=MEMORY, rad=-0.25, lw=2.4)
-    ax.text(6.25, 3.1, "键 = 值", ha="center", va="center", fontsize=14, weight="bold",
+    ax.text(6.25, 3.1, "作键和值", ha="center", va="center", fontsize=14, weight="bold",
             color=MEMORY)
     notes = [(ENC_SELF, "① 查询、键、值：都是这一块的输入（遮填充）"),
              (DEC_SELF, "② 查询、键、值：都是这一块的输入（因果掩蔽）"),
@@ -141,8 +142,9 @@ CELL_W, CELL_H = 0.85, 0.5
 
 
 def cells(ax, x0, y, texts, colours):
+    # 18 pt: mathtext draws the subscripts at 0.7 of it, still >= 16 px on the slide
     for k, (text, colour) in enumerate(zip(texts, colours)):
-        box(ax, x0 + k * (CELL_W + 0.08), y, CELL_W, CELL_H, text, colour, 15)
+        box(ax, x0 + k * (CELL_W + 0.08), y, CELL_W, CELL_H, text, colour, 18)
     return [x0 + k * (CELL_W + 0.08) + CELL_W / 2 for k in range(len(texts))]
 
 
@@ -164,21 +166,22 @@ def kv_cache():
     ax.text(0.1, A + CELL_H / 2, "缓存\nstate[2][i]", fontsize=14, va="center", color=INK,
             linespacing=1.3)
     xs = cells(ax, 1.45, A, ["$x_1$", "$x_2$", "$x_3$"], [OLD, OLD, NEW])
-    box(ax, 1.45, B, 2.55, 0.5, "$W_k$、$W_v$：3 行全部重算", WASTE, 14)   # 2 of them repeat
+    # neutral box: of the 3 rows it projects, only 2 are recomputed (their outputs are red)
+    box(ax, 1.45, B - 0.1, 2.55, 0.7, "W_k、W_v：投影全部 3 行\n（其中 2 行是重算）", PLAIN, 14)
     for x in xs:
-        arrow(ax, (x, A), (x, B + 0.5))
+        arrow(ax, (x, A), (x, B + 0.6))
     ax.text(0.1, C + CELL_H / 2, "键和值", fontsize=14, va="center", color=INK)
     # k1v1 and k2v2 were computed at earlier steps already: recomputing them is the waste.
     kv = cells(ax, 1.45, C, ["$k_1 v_1$", "$k_2 v_2$", "$k_3 v_3$"], [WASTE, WASTE, NEW])
     for x in kv:
-        arrow(ax, (x, B), (x, C + CELL_H))
-    box(ax, 4.3, B, 1.6, 0.5, "$W_q$：1 行", NEW, 14)
+        arrow(ax, (x, B - 0.1), (x, C + CELL_H))
+    box(ax, 4.3, B, 1.6, 0.5, "W_q：1 行", NEW, 14)
     arrow(ax, (xs[2] + 0.2, A), (5.1, B + 0.5))
     row(ax, 1.45, C)
     arrow(ax, (5.1, B), (4.27, C + CELL_H / 2), rad=-0.3)
     ax.text(5.0, C - 0.05, "注意力：\n看全部 3 行", fontsize=14, ha="left", va="center",
             color=INK, linespacing=1.3)
-    ax.text(0.1, 0.72, "编码器输出：每步都把 $S$ 个位置\n重新乘一遍 $W_k$、$W_v$", fontsize=14,
+    ax.text(0.1, 0.72, "编码器输出：每步都把 $S$ 个位置\n重新乘一遍 W_k、W_v", fontsize=14,
             va="center", color=INK, linespacing=1.4)
     ax.add_patch(Rectangle((0.02, 0.33), 3.5, 0.78, facecolor=WASTE, alpha=0.35, edgecolor="none"))
     # ---- right: production decoders cache the projected keys and values ----
@@ -187,10 +190,10 @@ def kv_cache():
     ax.text(6.3, A + CELL_H / 2, "缓存", fontsize=14, va="center", color=INK)
     kv = cells(ax, 7.35, A, ["$k_1 v_1$", "$k_2 v_2$", "$k_3 v_3$"], [OLD, OLD, NEW])
     x_new = cells(ax, 7.35, B, ["$x_3$"], [NEW])[0]
-    box(ax, 8.5, B, 1.7, 0.5, "$W_k$、$W_v$：1 行", NEW, 14)
+    box(ax, 8.5, B, 1.7, 0.5, "W_k、W_v：1 行", NEW, 14)
     arrow(ax, (x_new + CELL_W / 2, B + 0.25), (8.5, B + 0.25))
     arrow(ax, (kv[2], B + 0.5), (kv[2], A))
-    box(ax, 10.45, B, 1.45, 0.5, "$W_q$：1 行", NEW, 14)
+    box(ax, 10.45, B, 1.45, 0.5, "W_q：1 行", NEW, 14)
     arrow(ax, (x_new, B), (11.0, B), rad=0.32)                 # x3 feeds the query too
     row(ax, 7.35, A)
     arrow(ax, (11.15, B + 0.5), (10.17, A + CELL_H / 2), rad=0.3)
