@@ -93,7 +93,7 @@ def bahdanau(ax):
     box(ax, 3.6, 4.0, 2.6, 0.9, "加性注意力", ATTENTION, "bold")
     for x, a in zip(XS, weights):
         arrow(ax, (x, 2.1), (3.6 + (x - 4.2) * 0.45, 3.55), colour=GREEN,
-              width=0.8 + 9 * a, style="-")
+              width=1.5 + 8 * a, style="-")
     ax.text(9.4, 2.75, r"线宽 = 权重 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
             color=GREEN, fontsize=MATH)
     box(ax, 0.3, 6.6, 1.6, 0.9, r"$s_{t'-1}$", DECODER)
