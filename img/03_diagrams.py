@@ -11,7 +11,7 @@ writes, next to this script:
   sequence of the batch: (B, L, 1, h) + (B, 1, S, h) -> (B, L, S, h), every
   cell an h-vector (drawn as a small column vector), then w_v -> (B, L, S).
 * 03_dot_product_shapes.png -- softmax(Q K^T / sqrt(E)) V drawn to scale
-  (L = 3, S = 5, E = 2, Ev = 4), per sequence; torch.bmm adds B in front.
+  (L = 3, S = 5, E = 2, Ev = 4), per sequence; the batch uses @ (torch.bmm), which adds B in front.
 
 All are drawn in the course figure style of attention_utils (fonts, CJK
 fallback) and saved with its figure report, so tests/test_lecture_rules.py can
@@ -175,7 +175,7 @@ def dot_product_shapes():
     x = matrix(x + 50, 5, 4, GREEN, r"$\mathbf{V}$", "(S, Ev)")
     op(x + 25, r"$=$")
     matrix(x + 50, 3, 4, GREEN, "输出", "(L, Ev)")
-    ax.text(20, y + 5 * u + 26, "每个序列一次；整个批量用 torch.bmm，每个形状前面多一个 B。",
+    ax.text(20, y + 5 * u + 26, "每个序列一次；批量用 @（即 torch.bmm），形状前加一个 B。",
             ha="left", va="center", fontsize=15, color=INK)
     return fig
 
