@@ -327,7 +327,8 @@ class DotProductAttention(nn.Module):
         E = queries.shape[-1]
         # With unit-variance entries q.k has variance E; dividing by sqrt(E)
         # brings it back to 1 so softmax does not saturate. Scaling the
-        # queries (L*E numbers) is cheaper than scaling the scores (L*S).
+        # queries (L*E numbers) instead of the scores (L*S) is cheaper when
+        # S > E, the usual case for long sequences.
         scores = (queries / math.sqrt(E)) @ keys.transpose(1, 2)  # (B, L, E) @ (B, E, S) -> (B, L, S)
         self.attention_weights = masked_softmax(scores, valid_lens)
         return self.dropout(self.attention_weights) @ values   # (B, L, S) @ (B, S, Ev) -> (B, L, Ev)
