@@ -34,7 +34,8 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noq
 INK = "#111827"                              # all text: near black
 HEAD_FILL = ["#bfdbfe", "#fed7aa", "#bbf7d0"]  # head 0 blue, head 1 orange, head H-1 green
 HEAD_EDGE = ["#1d4ed8", "#c2410c", "#15803d"]
-BATCH_EDGE = {0: "#1e3a8a", 1: "#991b1b"}     # frame of sequence b = 0 (blue), b = 1 (red)
+BATCH_EDGE = {0: INK, 1: INK}                 # frame of sequence b: neutral ink (colour means head)
+BATCH_STYLE = {0: "solid", 1: (0, (3, 1.5))}  # b = 0 solid frame, b = 1 dashed frame
 FORWARD, BACKWARD = "#111827", "#6d28d9"      # transpose_qkv black, transpose_output purple
 INPUT_COLOUR = {"q": "#0e7490", "k": "#7e22ce", "v": "#be123c"}  # fan-in lines: one colour per input
 B, N, H, D = 2, 3, 2, 2                       # the deck's tiny tensor
@@ -125,7 +126,8 @@ def cell(ax, x, y, b, t, c, head):
 
 def frame(ax, x, y, columns, rows, b):
     ax.add_patch(Rectangle((x - 0.07, y - 0.07), columns * CELL_W + 0.14, rows * CELL_H + 0.14,
-                           fill=False, edgecolor=BATCH_EDGE[b], linewidth=2.6))
+                           fill=False, edgecolor=BATCH_EDGE[b], linewidth=2.6,
+                           linestyle=BATCH_STYLE[b]))
 
 
 def transpose_qkv_diagram():
@@ -197,7 +199,7 @@ def transpose_qkv_diagram():
 
     ax.text(-1.5, -1.0, "黑箭头：transpose_qkv（从左到右）    紫箭头：transpose_output（原路返回）",
             ha="left", va="center", color=INK)
-    ax.text(-1.5, -2.0, "格子里的数 $X[b,t,c]=100b+10t+c$    底色：头    框色：序列 $b$",
+    ax.text(-1.5, -2.0, "格子里的数 $X[b,t,c]=100b+10t+c$    底色：头    框：实线 $b=0$，虚线 $b=1$",
             ha="left", va="center", color=INK)
     au.describe(fig, "示意图：transpose_qkv 把每个数放到哪里。左：X 形状 (B, n, H·d) = (2, 3, 4)，格子里是 100b+10t+c，"
                      "第 0、1 列属于头 0，第 2、3 列属于头 1。中：reshape 加 permute 得到现代布局 (B, H, n, d)，"
