@@ -197,8 +197,9 @@ def kv_cache():
     arrow(ax, (x_new, B), (11.0, B), rad=0.32)                 # x3 feeds the query too
     row(ax, 7.35, A)
     arrow(ax, (11.15, B + 0.5), (10.17, A + CELL_H / 2), rad=0.3)
-    ax.text(10.55, A + 0.72, "注意力：看全部 3 行", fontsize=14, ha="left", va="center",
-            color=INK)
+    # beside the curved arrow it labels (the query reads all 3 cached rows)
+    ax.text(10.95, (A + B + 0.5) / 2 - 0.02, "注意力：\n看全部 3 行", fontsize=14, ha="right",
+            va="center", color=INK, linespacing=1.3)
     ax.text(6.3, 0.72, "编码器输出的键和值：每句只算一次，\n之后每步直接取用", fontsize=14,
             va="center", color=INK, linespacing=1.4)
     ax.add_patch(Rectangle((6.22, 0.33), 3.75, 0.78, facecolor=ONCE, alpha=0.45, edgecolor="none"))
