@@ -1955,7 +1955,7 @@ def _colour_range(values):
 
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                   cmap="Reds", *, mask=None, share_scale=True, vmax=None, vmin=None,
-                  colorbar_label=None, alt=None):
+                  colorbar_label=None, upright_labels=False, alt=None):
     """Draw a grid of attention matrices, as ``d2l.show_heatmaps`` does.
 
     Args:
@@ -1983,6 +1983,9 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             ``vmin=-1, vmax=1`` for a matrix of cosines.
         colorbar_label: text beside every colour bar, e.g. '注意力权重'
             (default: none).
+        upright_labels: True writes the y label level, left of the panels,
+            and each colour bar's label level, above the bar, so short
+            Chinese labels ('查询', '权重') are not read sideways.
         alt: the figure's text alternative. Default: built when the figure is
             shown, from the shape, the axis labels (and token tick labels)
             and where the largest values lie, e.g. '热力图：10 个查询 ×
@@ -2028,21 +2031,29 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             if not keep[i, j].all():
                 _hatch(ax, ~keep[i, j])
             if not share_scale:
-                fig.colorbar(image, ax=ax, shrink=0.6, label=colorbar_label)
+                _label_colorbar(fig.colorbar(image, ax=ax, shrink=0.6), colorbar_label, upright_labels)
             if i == num_rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:
-                ax.set_ylabel(ylabel)
+                ax.set_ylabel(ylabel, **(dict(rotation=0, ha="right", va="center") if upright_labels else {}))
             if titles is not None:
                 ax.set_title(titles[j])
     if share_scale:
-        fig.colorbar(image, ax=axes, shrink=0.6, label=colorbar_label)
+        _label_colorbar(fig.colorbar(image, ax=axes, shrink=0.6), colorbar_label, upright_labels)
     low, high = _colour_range(matrices[keep])
     low, high = (low if bottom is None else bottom), (high if top is None else top)
     fig._au_heatmaps = {"matrices": matrices, "keep": keep, "xlabel": xlabel, "ylabel": ylabel,
                         "scale": (low, high) if share_scale else None}  # for _heatmaps_alt
     fig._au_alt = alt
     return fig
+
+
+def _label_colorbar(colorbar, label, upright):
+    """Beside the bar, or level above it (clear of its top tick)."""
+    if label and upright:
+        colorbar.ax.set_title(label, pad=14)
+    elif label:
+        colorbar.set_label(label)
 
 
 def _hatch(ax, masked):

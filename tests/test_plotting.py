@@ -250,6 +250,11 @@ def test_show_heatmaps_fixed_scale_and_labelled_colour_bars():
     per_panel = au.show_heatmaps(grid(1, 2), "k", "q", share_scale=False, colorbar_label="权重")
     assert [ax.get_ylabel() for ax in per_panel.axes if not ax.images] == ["权重", "权重"]
     assert all(ax.get_ylabel() == "" for ax in au.show_heatmaps(signed, "k", "q").axes if not ax.images)
+    level = au.show_heatmaps(signed, "键", "查询", colorbar_label="权重", upright_labels=True)
+    bar = [ax for ax in level.axes if not ax.images][0]
+    assert (bar.get_ylabel(), bar.get_title()) == ("", "权重")       # above the bar, level
+    assert level.axes[0].yaxis.label.get_rotation() == 0 and level.axes[0].get_ylabel() == "查询"
+    assert au.show_heatmaps(signed, "键", "查询").axes[0].yaxis.label.get_rotation() == 90
     with pytest.raises(ValueError, match="expected vmin < vmax, got vmin=1 and vmax=0"):
         au.show_heatmaps(signed, "k", "q", vmin=1, vmax=0)
 
