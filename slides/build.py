@@ -133,12 +133,10 @@ def static_widgets(nb) -> None:
 
 
 def hidden_source(cell) -> bool:
-    """A cell shown by its output alone: a concept question (its buttons), or a cell
-    whose input is collapsed in JupyterLab (metadata.jupyter.source_hidden), which
-    the live presenter also shows as its output with the code one click away."""
-    return (cell.get("metadata", {}).get("jupyter", {}).get("source_hidden", False)
-            or any('class="au-quiz"' in "".join(o.get("data", {}).get("text/html", ""))
-                   for o in cell.get("outputs", [])))
+    """A cell shown by its output alone: its input is collapsed in JupyterLab
+    (metadata.jupyter.source_hidden), which the live presenter also shows as its output
+    with the code one click away. Every concept question is (tests/test_lecture_rules.py)."""
+    return cell.get("metadata", {}).get("jupyter", {}).get("source_hidden", False)
 
 
 def hide_collapsed_inputs(nb) -> None:

@@ -108,14 +108,17 @@ def test_deck_ends_with_summary_and_exercises_with_checked_solutions(deck):
     assert any(re.search(r"^#+ .*小结", m, re.M) for m in markdown)
     exercises = "\n".join(m for m in markdown if re.search(r"^#+ .*练习", m, re.M))
     assert len(re.findall(r"^\s*(?:\d+\.|[-*])\s", exercises, re.M)) >= 3, "at least three exercises"
-    solutions = [c for c in code_cells(deck)
-                 if slide_type(c) == "skip" and re.search(r"^\s*assert\b", source(c), re.M)]
-    assert len(solutions) >= 2, "at least two reference solutions, hidden from the slides, that assert"
-    # Hidden from a student reading the notebook too: in an appendix after the exercises.
+    # Reference solutions sit under a 参考答案 heading, after the exercises: hidden from the slides
+    # and from a student reading the notebook top to bottom. (Skip cells earlier may check with
+    # assert too: those are checks of the lecture, not answers.)
     cells = deck["cells"]
-    first_exercise = next(i for i, c in enumerate(cells)
-                          if c["cell_type"] == "markdown" and re.search(r"^#+ .*练习", source(c), re.M))
-    assert all(cells.index(c) > first_exercise for c in solutions), "a reference solution before 练习"
+    heading = lambda word: next((i for i, c in enumerate(cells) if c["cell_type"] == "markdown"
+                                 and re.search(rf"^#+ .*{word}", source(c), re.M)), None)
+    first_exercise, answers = heading("练习"), heading("参考答案")
+    assert answers is not None and answers > first_exercise, "a 参考答案 section after 练习"
+    solutions = [c for c in cells[answers:] if c["cell_type"] == "code" and slide_type(c) == "skip"
+                 and re.search(r"^\s*assert\b", source(c), re.M)]
+    assert len(solutions) >= 2, "at least two reference solutions, hidden from the slides, that assert"
 
 
 def test_self_check_exercises_and_concept_questions(deck):
