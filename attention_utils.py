@@ -2124,7 +2124,8 @@ def plot(X, Y=None, xlabel=None, ylabel=None, legend=None, xlim=None, ylim=None,
     return axes.figure
 
 
-def show_source(obj, docstring=False, checks=False, comments=False):
+def show_source(obj, docstring=False, checks=False, comments=False, *, start=None,
+                stop=None):
     """Syntax-highlighted source of a function, class or method, for a slide.
 
     Decks put implementations on slides with this instead of copying them, so
@@ -2133,9 +2134,17 @@ def show_source(obj, docstring=False, checks=False, comments=False):
     guards and loops that only check) and whole-line comments are left out
     unless asked for; comments at the end of a line (the shapes) stay. What is
     left is the code exactly as it runs once the input is valid.
+
+    start, stop: show only the lines from the first one that begins (after its
+    indent) with ``start`` to the next one that begins with ``stop``, both
+    included, e.g. the lines of ``__init__`` that compute a table, without the
+    bookkeeping around them. The excerpt is dedented.
     """
     from IPython.display import Code  # only the decks need IPython
 
+    if start is not None or stop is not None:
+        return Code(_excerpt(show_source(obj, docstring, checks, comments).data,
+                             start, stop, obj), language="python")
     source = textwrap.dedent(inspect.getsource(obj))
     drop = set()
     for node in ast.walk(ast.parse(source)):
@@ -2157,6 +2166,24 @@ def show_source(obj, docstring=False, checks=False, comments=False):
     except SyntaxError:  # a block held nothing but checks: show them rather than break it
         return show_source(obj, docstring, checks=True, comments=comments)
     return Code(text, language="python")
+
+
+def _excerpt(text, start, stop, obj):
+    """The lines of text from the one beginning with start to the next one
+    beginning with stop (None: the first / the last line), dedented."""
+    lines = text.splitlines()
+    name = getattr(obj, "__qualname__", repr(obj))
+
+    def find(prefix, begin):
+        for i in range(begin, len(lines)):
+            if lines[i].lstrip().startswith(prefix):
+                return i
+        raise ValueError(f"expected a line of {name} beginning with {prefix!r} "
+                         f"(after line {begin + 1} of the shown source), found none")
+
+    first = 0 if start is None else find(start, 0)
+    last = len(lines) - 1 if stop is None else find(stop, first)
+    return textwrap.dedent("\n".join(lines[first:last + 1]))
 
 
 def _is_check(statement):

@@ -166,6 +166,17 @@ def test_show_source_renders_the_module_code():
     assert "class DotProductAttention" in au.show_source(au.DotProductAttention).data
 
 
+def test_show_source_excerpt_keeps_the_idea_and_drops_the_bookkeeping():
+    init = au.PositionalEncoding.__init__
+    lines = au.show_source(init, start="position", stop="P[:, :, 1::2]").data.splitlines()
+    assert lines[0].startswith("position = torch.arange(max_len")   # dedented
+    assert lines[-1].startswith("P[:, :, 1::2] = torch.cos(")
+    assert not any("register_buffer" in line or "Dropout" in line for line in lines)
+    assert au.show_source(init, stop="P = torch.zeros").data.splitlines()[0].startswith("def ")
+    with pytest.raises(ValueError, match="beginning with 'Q = '.*found none"):
+        au.show_source(init, start="Q = ")
+
+
 # --------------------------------------------------------------------------
 # The book's figsize, colour range, masked cells, per-panel scales
 # --------------------------------------------------------------------------
