@@ -204,9 +204,10 @@ def kv_cache():
             va="center", color=INK, linespacing=1.4)
     ax.add_patch(Rectangle((6.22, 0.33), 3.75, 0.78, facecolor=ONCE, alpha=0.45, edgecolor="none"))
     # ---- key ----
-    for k, (colour, text) in enumerate([(OLD, "前几步留下的"), (NEW, "这一步新算的 1 行"),
-                                        (WASTE, "前几步算过、这一步又重算的")]):
-        x = 0.1 + 3.2 * k
+    # red is used only in the left panel, so its key sits under it; grey and orange are used in
+    # both panels, so their keys straddle the dividing line
+    for x, colour, text in [(0.1, WASTE, "前几步算过、这一步又重算的"), (4.15, OLD, "前几步留下的"),
+                            (6.3, NEW, "这一步新算的 1 行")]:
         ax.add_patch(Rectangle((x, 0.02), 0.26, 0.22, facecolor=colour, edgecolor=INK))
         ax.text(x + 0.38, 0.13, text, fontsize=13, va="center", color=INK)
     save(fig, "07_kv_cache.png")
