@@ -94,7 +94,7 @@ def multihead_diagram():
                   width=2.2)          # coloured by input, so the crossing lines can be followed
             arrow(ax, (x + w_box / 2, 1.92), (x0 + 2.1, 2.55))
         box(ax, x0, 2.6, 4.25, 0.8, "缩放点积注意力", HEAD_FILL[col], HEAD_EDGE[col])
-        ax.text(x0 + 2.1, 3.75, f"$\\mathrm{{head}}_{{{head}}}$：(B, L, $d$)", ha="center",
+        ax.text(x0 + 2.1, 3.75, f"$\\mathrm{{head}}_{{{head}}}$：(B, L, $d = h/H$)", ha="center",
                 va="center", color=INK, size=SCRIPTED)
     ax.text(9.62, 3.0, "…", ha="center", va="center", color=INK, weight="bold")
     box(ax, 2.6, 4.55, 9.3, 0.75, "拼接：(B, L, $H\\cdot d$) = (B, L, $h$)", "#e5e7eb")
@@ -104,10 +104,9 @@ def multihead_diagram():
     arrow(ax, (7.25, 5.32), (7.25, 5.72))
     arrow(ax, (9.32, 6.1), (10.3, 6.1))
     ax.text(10.4, 6.1, "输出 (B, L, $h$)", ha="left", va="center", color=INK, weight="bold")
-    ax.text(0.3, 6.1, "每个头 $d = h/H$ 维", ha="left", va="center", color=INK)
     au.describe(fig, "示意图：多头注意力的数据流。查询 q、键 k、值 v 分别送进每个头 i（头 0、头 1 …… 头 H-1）"
-                     "自己的投影矩阵 W_i^(q)、W_i^(k)、W_i^(v)（青、紫、红三色的线分别来自 q、k、v），每个头做一次缩放点积注意力，得到 (B, L, d) 的 head_i；"
-                     "H 个头拼接成 (B, L, H·d) = (B, L, h)，再乘 W_o（h 到 h），得到输出 (B, L, h)。每个头 d = h/H 维。")
+                     "自己的投影矩阵 W_i^(q)、W_i^(k)、W_i^(v)（青、紫、红三色的线分别来自 q、k、v），每个头做一次缩放点积注意力，得到 (B, L, d) 的 head_i（每个头 d = h/H 维）；"
+                     "H 个头拼接成 (B, L, H·d) = (B, L, h)，再乘 W_o（h 到 h），得到输出 (B, L, h)。")
     save(fig, "04_multihead.png")
 
 
