@@ -1955,7 +1955,7 @@ def _colour_range(values):
 
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                   cmap="Reds", *, mask=None, share_scale=True, vmax=None, vmin=None,
-                  colorbar_label=None, upright_labels=False, alt=None):
+                  colorbar_label=None, upright_labels=None, alt=None):
     """Draw a grid of attention matrices, as ``d2l.show_heatmaps`` does.
 
     Args:
@@ -1985,7 +1985,9 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             (default: none).
         upright_labels: True writes the y label level, left of the panels,
             and each colour bar's label level, above the bar, so short
-            Chinese labels ('查询', '权重') are not read sideways.
+            Chinese labels ('查询', '权重') are not read sideways. Default
+            (None): True when the y label or the colour-bar label is Chinese,
+            False otherwise (the book's rotated English labels).
         alt: the figure's text alternative. Default: built when the figure is
             shown, from the shape, the axis labels (and token tick labels)
             and where the largest values lie, e.g. '热力图：10 个查询 ×
@@ -2008,6 +2010,8 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
     if titles is not None and len(titles) != num_cols:
         raise ValueError(f"expected {num_cols} titles (one per column), "
                          f"got {len(titles)}")
+    if upright_labels is None:
+        upright_labels = _has_cjk(f"{ylabel or ''}{colorbar_label or ''}")
     cmap = matplotlib.colormaps.get_cmap(cmap).with_extremes(bad="lightgrey")  # masked cells
     fig, axes = plt.subplots(num_rows, num_cols, figsize=figsize, sharex=True,
                              sharey=True, squeeze=False,
@@ -2046,6 +2050,11 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                         "scale": (low, high) if share_scale else None}  # for _heatmaps_alt
     fig._au_alt = alt
     return fig
+
+
+def _has_cjk(text):
+    """Whether text holds a CJK ideograph (a Chinese label reads badly rotated)."""
+    return any("\u4e00" <= ch <= "\u9fff" for ch in text)
 
 
 def _label_colorbar(colorbar, label, upright):

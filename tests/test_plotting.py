@@ -253,21 +253,33 @@ def test_figure_report_counts_sub_and_superscripts_at_their_drawn_size():
 
 def test_show_heatmaps_fixed_scale_and_labelled_colour_bars():
     signed = torch.tensor([[-0.5, 0.9], [0.2, 0.0]])
-    fig = au.show_heatmaps(signed, "k", "q", vmin=-1, vmax=1, colorbar_label="余弦")
+    fig = au.show_heatmaps(signed, "k", "q", vmin=-1, vmax=1, colorbar_label="cos")
     assert images(fig)[0].get_clim() == pytest.approx((-1.0, 1.0))
     bars = [ax for ax in fig.axes if not ax.images]
-    assert [bar.get_ylabel() for bar in bars] == ["余弦"]
+    assert [bar.get_ylabel() for bar in bars] == ["cos"]                 # English: beside the bar
     assert "色标从 -1 到 1" in au._figure_alt(fig)
-    per_panel = au.show_heatmaps(grid(1, 2), "k", "q", share_scale=False, colorbar_label="权重")
-    assert [ax.get_ylabel() for ax in per_panel.axes if not ax.images] == ["权重", "权重"]
+    per_panel = au.show_heatmaps(grid(1, 2), "k", "q", share_scale=False, colorbar_label="w")
+    assert [ax.get_ylabel() for ax in per_panel.axes if not ax.images] == ["w", "w"]
     assert all(ax.get_ylabel() == "" for ax in au.show_heatmaps(signed, "k", "q").axes if not ax.images)
-    level = au.show_heatmaps(signed, "键", "查询", colorbar_label="权重", upright_labels=True)
+    assert au.show_heatmaps(signed, "keys", "queries").axes[0].yaxis.label.get_rotation() == 90
+    with pytest.raises(ValueError, match="expected vmin < vmax, got vmin=1 and vmax=0"):
+        au.show_heatmaps(signed, "k", "q", vmin=1, vmax=0)
+    matplotlib.pyplot.close("all")
+
+
+@pytest.mark.parametrize("upright", [None, True])
+def test_show_heatmaps_writes_chinese_labels_level(upright):
+    """Chinese labels are level by default (reviews 01_e, 04_g: read sideways)."""
+    level = au.show_heatmaps(torch.rand(3, 3), "键", "查询", colorbar_label="权重",
+                             upright_labels=upright)
     bar = [ax for ax in level.axes if not ax.images][0]
     assert (bar.get_ylabel(), bar.get_title()) == ("", "权重")       # above the bar, level
     assert level.axes[0].yaxis.label.get_rotation() == 0 and level.axes[0].get_ylabel() == "查询"
-    assert au.show_heatmaps(signed, "键", "查询").axes[0].yaxis.label.get_rotation() == 90
-    with pytest.raises(ValueError, match="expected vmin < vmax, got vmin=1 and vmax=0"):
-        au.show_heatmaps(signed, "k", "q", vmin=1, vmax=0)
+    rotated = au.show_heatmaps(torch.rand(3, 3), "键", "查询", colorbar_label="权重",
+                               upright_labels=False)
+    assert rotated.axes[0].yaxis.label.get_rotation() == 90
+    assert [ax.get_ylabel() for ax in rotated.axes if not ax.images] == ["权重"]
+    matplotlib.pyplot.close("all")
 
 
 @pytest.mark.parametrize("mask, received", [
