@@ -14,8 +14,8 @@ writes, next to this script:
   give 2.43). The softmax box says what it computes: exp, then divide by the sum.
   Each row is one key-value pair; the three steps run left to right, bracketed
   ① ② ③ under the figure (four of the seven columns are data, not steps).
-  Indices are written k1, s1, α1, v1 at full size, not as subscripts: mathtext
-  draws a subscript at 0.7 of the text, under 16 px on a slide.
+  Indices are subscripts, as on the slides (k_1, s_1, α_1, v_1); attention_utils
+  draws scripts at 0.9 of the text (SCRIPT_SCALE), so they stay over 16 px.
 
 Both are drawn in the course figure style of attention_utils (fonts, CJK
 fallback) and saved with its figure report, so tests/test_lecture_rules.py can
@@ -149,19 +149,19 @@ def attention_pooling():
     for i, y in enumerate(ROWS):
         n = i + 1
         k = keys[i]
-        box(ax, 2.75, 4.25, y, f"$\\mathbf{{k}}${n} ({k[0]:.0f}, {k[1]:.0f})", KEY, fontsize=14)
+        box(ax, 2.75, 4.25, y, f"$\\mathbf{{k}}_{n}$ ({k[0]:.0f}, {k[1]:.0f})", KEY, fontsize=14)
         arrow(ax, (1.9, ROWS[1]), (2.75, y))
-        box(ax, 5.0, 6.8, y, f"$s${n} = {scores[i]:.0f}", SCORE)
+        box(ax, 5.0, 6.8, y, f"$s_{n}$ = {scores[i]:.0f}", SCORE)
         arrow(ax, (4.25, y), (5.0, y))
         arrow(ax, (6.8, y), (7.5, y))
         bar = 1.0 * weights[i]                           # bar length proportional to alpha_i
         ax.add_patch(FancyBboxPatch((9.0, y - 0.2), max(bar, 0.02), 0.4, boxstyle="square,pad=0",
                                     facecolor=SOFTMAX, edgecolor="black", linewidth=0.8))
-        ax.text(9.0 + bar + 0.1, y, f"$\\alpha${n} = {weights[i]:.3f}", ha="left",
+        ax.text(9.0 + bar + 0.1, y, f"$\\alpha_{n}$ = {weights[i]:.3f}", ha="left",
                 va="center", fontsize=14, color=INK)
         arrow(ax, (8.5, y), (8.95, y))
         ax.text(11.78, y, "×", ha="center", va="center", fontsize=18, color=INK)
-        box(ax, 12.05, 13.25, y, f"$v${n} = {values[i]:.0f}", VALUE, fontsize=14)
+        box(ax, 12.05, 13.25, y, f"$v_{n}$ = {values[i]:.0f}", VALUE, fontsize=14)
         arrow(ax, (13.25, y), (14.28, ROWS[1] + 0.25 * (1 - i)))
     # Softmax spans all rows: every weight depends on every score.
     box(ax, 7.5, 8.5, ROWS[1], "exp\n÷\n总和", SOFTMAX, height=3.5, fontsize=14)
