@@ -3028,9 +3028,9 @@ def _softmax_steps(student):
     example = "scores = [[-inf, -inf, -inf]]"
     got = _as_tensor(_call(student, x, example=example, name=name), example)
     if got.isnan().all():
-        all_masked = "得到 NaN（与 F.softmax 相同；au.masked_softmax 对有效长度为 0 的行给出全 0）"
+        all_masked = "得到 NaN（与 F.softmax 相同）"
     elif got.shape == x.shape and (got == 0).all():
-        all_masked = "得到全 0（与 au.masked_softmax 对有效长度为 0 的行相同）"
+        all_masked = "得到全 0（没有可关注的键，就不分出权重）"
     else:
         raise _Mistake("all-masked-row", "一行的分数全为 -inf 时，得到了既不是 NaN 也不是 0 的权重",
                        example, got, torch.zeros(1, 3),

@@ -729,6 +729,17 @@ def test_result_repr_is_deterministic_and_jupyter_shows_nothing_more(capsys):
     capsys.readouterr()
 
 
+def test_softmax_verdict_names_the_empty_row_choice_without_later_decks_terms(capsys):
+    """Deck 01 prints this verdict; valid lengths are only taught in deck 03 (review 01_g)."""
+    au.check_softmax(softmax_manual)
+    nan_rows = capsys.readouterr().out
+    au.check_softmax(softmax_zero_rows)
+    zero_rows = capsys.readouterr().out
+    assert "全为 -inf 的一行得到 NaN（与 F.softmax 相同）" in nan_rows
+    assert "全为 -inf 的一行得到全 0" in zero_rows
+    assert "有效长度" not in nan_rows + zero_rows
+
+
 def test_a_non_function_is_a_clear_value_error():
     with pytest.raises(ValueError, match="expected your function .* got str"):
         au.check_softmax("softmax")
