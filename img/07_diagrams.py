@@ -167,7 +167,7 @@ def kv_cache():
             linespacing=1.3)
     xs = cells(ax, 1.45, A, ["$x_1$", "$x_2$", "$x_3$"], [OLD, OLD, NEW])
     # neutral box: of the 3 rows it projects, only 2 are recomputed (their outputs are red)
-    box(ax, 1.45, B - 0.1, 2.55, 0.7, "W_k、W_v：投影全部 3 行\n（其中 2 行是重算）", PLAIN, 14)
+    box(ax, 1.45, B - 0.1, 2.55, 0.7, "$W_k$、$W_v$：投影全部 3 行\n（其中 2 行是重算）", PLAIN, 14)
     for x in xs:
         arrow(ax, (x, A), (x, B + 0.6))
     ax.text(0.1, C + CELL_H / 2, "键和值", fontsize=14, va="center", color=INK)
@@ -175,13 +175,13 @@ def kv_cache():
     kv = cells(ax, 1.45, C, ["$k_1 v_1$", "$k_2 v_2$", "$k_3 v_3$"], [WASTE, WASTE, NEW])
     for x in kv:
         arrow(ax, (x, B - 0.1), (x, C + CELL_H))
-    box(ax, 4.3, B, 1.6, 0.5, "W_q：1 行", NEW, 14)
+    box(ax, 4.3, B, 1.6, 0.5, "$W_q$：1 行", NEW, 14)
     arrow(ax, (xs[2] + 0.2, A), (5.1, B + 0.5))
     row(ax, 1.45, C)
     arrow(ax, (5.1, B), (4.27, C + CELL_H / 2), rad=-0.3)
     ax.text(5.0, C - 0.05, "注意力：\n看全部 3 行", fontsize=14, ha="left", va="center",
             color=INK, linespacing=1.3)
-    ax.text(0.1, 0.72, "编码器输出：每步都把 $S$ 个位置\n重新乘一遍 W_k、W_v", fontsize=14,
+    ax.text(0.1, 0.72, "编码器输出：每步都把 $S$ 个位置\n重新乘一遍 $W_k$、$W_v$", fontsize=14,
             va="center", color=INK, linespacing=1.4)
     ax.add_patch(Rectangle((0.02, 0.33), 3.5, 0.78, facecolor=WASTE, alpha=0.35, edgecolor="none"))
     # ---- right: production decoders cache the projected keys and values ----
@@ -190,10 +190,10 @@ def kv_cache():
     ax.text(6.3, A + CELL_H / 2, "缓存", fontsize=14, va="center", color=INK)
     kv = cells(ax, 7.35, A, ["$k_1 v_1$", "$k_2 v_2$", "$k_3 v_3$"], [OLD, OLD, NEW])
     x_new = cells(ax, 7.35, B, ["$x_3$"], [NEW])[0]
-    box(ax, 8.5, B, 1.7, 0.5, "W_k、W_v：1 行", NEW, 14)
+    box(ax, 8.5, B, 1.7, 0.5, "$W_k$、$W_v$：1 行", NEW, 14)
     arrow(ax, (x_new + CELL_W / 2, B + 0.25), (8.5, B + 0.25))
     arrow(ax, (kv[2], B + 0.5), (kv[2], A))
-    box(ax, 10.45, B, 1.45, 0.5, "W_q：1 行", NEW, 14)
+    box(ax, 10.45, B, 1.45, 0.5, "$W_q$：1 行", NEW, 14)
     arrow(ax, (x_new, B), (11.0, B), rad=0.32)                 # x3 feeds the query too
     row(ax, 7.35, A)
     arrow(ax, (11.15, B + 0.5), (10.17, A + CELL_H / 2), rad=0.3)
