@@ -2058,9 +2058,10 @@ def _has_cjk(text):
 
 
 def _label_colorbar(colorbar, label, upright):
-    """Beside the bar, or level above it (clear of its top tick)."""
+    """Beside the bar, or level above it (clear of its top tick), starting at
+    the bar's left edge so a long label runs over the tick labels, not the panels."""
     if label and upright:
-        colorbar.ax.set_title(label, pad=14)
+        colorbar.ax.set_title(label, pad=14, loc="left")
     elif label:
         colorbar.set_label(label)
 
