@@ -273,7 +273,7 @@ def test_show_heatmaps_writes_chinese_labels_level(upright):
     level = au.show_heatmaps(torch.rand(3, 3), "键", "查询", colorbar_label="权重",
                              upright_labels=upright)
     bar = [ax for ax in level.axes if not ax.images][0]
-    assert (bar.get_ylabel(), bar.get_title()) == ("", "权重")       # above the bar, level
+    assert (bar.get_ylabel(), bar.get_title(loc="left")) == ("", "权重")  # above the bar, level
     assert level.axes[0].yaxis.label.get_rotation() == 0 and level.axes[0].get_ylabel() == "查询"
     rotated = au.show_heatmaps(torch.rand(3, 3), "键", "查询", colorbar_label="权重",
                                upright_labels=False)
