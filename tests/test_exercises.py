@@ -740,6 +740,16 @@ def test_softmax_verdict_names_the_empty_row_choice_without_later_decks_terms(ca
     assert "有效长度" not in nan_rows + zero_rows
 
 
+def test_verdict_states_the_tolerance_the_comparison_uses(capsys):
+    """A value off by 2e-5 relative (6e-5 absolute on 3.0) passes, so the verdict may
+    not say '误差 ≤ 1e-5' (review 01_h): it states atol + rtol * |expected|."""
+    assert au.CHECK_TOLERANCE == 1e-5
+    au.check_softmax(lambda x: softmax_manual(x) * (1 + 2e-5))
+    out = capsys.readouterr().out
+    assert out.startswith("✓ softmax：通过")
+    assert "误差 ≤ 1e-5 + 1e-5 × |参考值|" in out
+
+
 def test_a_non_function_is_a_clear_value_error():
     with pytest.raises(ValueError, match="expected your function .* got str"):
         au.check_softmax("softmax")
