@@ -3227,13 +3227,15 @@ def check_masked_softmax(masked_softmax):
     on masked keys. Checked in order: no mask, 1-D and 2-D lengths, a row
     with valid length 0 (all zeros, as ``F.scaled_dot_product_attention``
     gives, never uniform weights over padding), the caller's X untouched,
-    float16, and real scores below the fill value. Compared with the
-    module's ``masked_softmax`` and with ``F.softmax`` of -inf-filled scores.
+    float16, real scores below the fill value, and a finite gradient through
+    an empty row. Compared with the module's ``masked_softmax`` and with
+    ``F.softmax`` of -inf-filled scores.
     """
     return _run_checker("masked_softmax", masked_softmax, _masked_softmax_steps, [
         "valid_lens 为 None、(B,)（在 L 个查询上重复）、(B, L)（每个查询一个）三种情况",
         "被掩蔽的键权重恰好为 0；有效长度为 0 的行全为 0（不是均匀权重，也不是 NaN）",
         "没有改写调用者的 X；float16 能用；一行的真实分数都低于 -1e6 时权重也不漏进被掩蔽的位置",
+        "反向传播经过有效长度为 0 的行，梯度没有 NaN",
         f"数值：与 au.masked_softmax、F.softmax（被掩蔽处填 -inf）一致（误差 ≤ {_TOLERANCE_TEXT}）"])
 
 
@@ -3317,6 +3319,30 @@ def _masked_softmax_steps(student):
     got = _compare(_call(student, X, valid_lens, example=example, name=name),
                    masked_softmax(X, valid_lens), example)
     _compare_builtin(got, _torch_masked_softmax(X, valid_lens), example, "F.softmax（被掩蔽处填 -inf）")
+    _check_empty_row_gradient(student, name)
+
+
+def _check_empty_row_gradient(student, name):
+    """Backpropagate through a row with valid length 0: the gradient must stay
+    finite (an additive -inf mask zeroed after the softmax gives NaN)."""
+    X, valid_lens = _seeded(1, 2, 4, seed=9), torch.tensor([[2, 0]])
+    upstream = _seeded(1, 2, 4, seed=10)
+    example = ("X 形状 (1, 2, 4)（需要梯度），valid_lens = tensor([[2, 0]])，"
+               "对 (权重 × 固定的随机数).sum() 反向传播")
+    expected = X.clone().requires_grad_()
+    with torch.enable_grad():
+        (masked_softmax(expected, valid_lens) * upstream).sum().backward()
+        leaf = X.clone().requires_grad_()
+        got = _call(student, leaf, valid_lens, example=example, name=name, copy=False)
+        if not (isinstance(got, torch.Tensor) and got.requires_grad):
+            return                              # nothing flows back: the forward checks decide
+        (got * upstream).sum().backward()
+    if leaf.grad is not None and not torch.isfinite(leaf.grad).all():
+        raise _Mistake("nan-gradient", "前向结果正确，但反向传播经过有效长度为 0 的行时，X 的梯度是 NaN",
+                       example, leaf.grad, expected.grad,
+                       "把 -inf 加到分数上（加性掩码）时，空行的 softmax 是 0/0 = NaN；之后把权重置 0 "
+                       "挡不住 NaN 的梯度。改用 torch.where(keep, X, -inf) 或 masked_fill 填充："
+                       "被换掉的位置梯度恰为 0。")
 
 
 def _sdpa_variant(queries, keys, values, scale, dim=-1, transpose=True, valid_lens=None):

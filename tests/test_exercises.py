@@ -145,7 +145,7 @@ def masked_softmax_student(X, valid_lens):
 
 
 def masked_with(fill=float("-inf"), compare=torch.lt, per_query=False, dim=-1, fix="where",
-                in_place=False, assign=False):
+                in_place=False, assign=False, additive=False):
     """A student's masked softmax, with the mistake chosen by the arguments."""
     def masked_softmax(X, valid_lens):
         if valid_lens is None:
@@ -158,6 +158,8 @@ def masked_with(fill=float("-inf"), compare=torch.lt, per_query=False, dim=-1, f
             scores = X if in_place else X.clone()
             flat = scores.reshape(-1, S)                       # a view: writes go into scores
             flat[~keep] = fill
+        elif additive:                                         # X + (0 or -inf)
+            scores = X + torch.zeros(B * L, S).masked_fill(~keep, fill).reshape(B, L, S)
         else:
             scores = X.reshape(-1, S).masked_fill(~keep, fill).reshape(B, L, S)
         weights = F.softmax(scores, dim=dim)
@@ -498,6 +500,7 @@ CATALOGUE = {
         "float16-overflow": masked_with(fill=-1e6),
         "float16-nan": masked_with(fill=-1e6, assign=True, fix="multiply"),
         "leaks-below-fill": masked_with(fill=-1e4),                    # "-1e6 overflowed, so -1e4"
+        "nan-gradient": masked_with(additive=True),                    # forward right, backward NaN
     }),
     "check_scaled_dot_product": ([sdpa, sdpa_with(), au.DotProductAttention(0)], {
         "uniform-empty-row": book_dot_product,                        # the book's masked_softmax inside
