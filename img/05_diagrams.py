@@ -63,41 +63,42 @@ def three_attentions():
     fig, ax = plt.subplots(figsize=(12, 5.6))
     enc_x, dec_x, w = 0.3, 6.4, 3.6
     # encoder: source tokens -> (1) self-attention -> feed-forward -> memory
-    box(ax, enc_x - 0.2, 0.85, w + 0.4, 2.95, "", "#eef5fb")
-    ax.text(enc_x + w / 2, 3.45, "编码器", ha="center", va="center", size=LARGE,
+    box(ax, enc_x - 0.2, 0.7, w + 0.4, 2.95, "", "#eef5fb")
+    ax.text(enc_x + w / 2, 3.3, "编码器", ha="center", va="center", size=LARGE,
             weight="bold", color=INK)
     box(ax, enc_x, -0.75, w, 0.75, "源序列词元 + 位置编码", "#ffffff")
-    box(ax, enc_x, 1.15, w, 0.75, "(1) 自注意力", "#9ecae1", LARGE, "bold")
-    box(ax, enc_x, 2.35, w, 0.55, "前馈网络", "#eeeeee")
-    link(ax, (enc_x + w / 2, 0.05), (enc_x + w / 2, 1.1), "Q = K = V")
-    link(ax, (enc_x + w / 2, 1.95), (enc_x + w / 2, 2.3))
-    link(ax, (enc_x + w / 2, 3.85), (enc_x + w / 2, 4.3), colour="#1b7837")
-    ax.text(enc_x + w / 2, 4.55, "编码器输出（memory）", ha="center", va="center",
+    box(ax, enc_x, 0.95, w, 0.75, "(1) 自注意力", "#9ecae1", LARGE, "bold")
+    box(ax, enc_x, 2.15, w, 0.55, "前馈网络", "#eeeeee")
+    link(ax, (enc_x + w / 2, 0.05), (enc_x + w / 2, 0.9), "Q = K = V")
+    link(ax, (enc_x + w / 2, 1.75), (enc_x + w / 2, 2.1))
+    link(ax, (enc_x + w / 2, 3.7), (enc_x + w / 2, 4.15), colour="#1b7837")
+    ax.text(enc_x + w / 2, 4.4, "编码器输出（memory）", ha="center", va="center",
             size=MEDIUM, weight="bold", color="#1b7837")
     # decoder: target tokens -> (2) masked self-attention -> (3) cross -> feed-forward
-    box(ax, dec_x - 0.2, 0.85, w + 0.4, 4.15, "", "#fdf3e7")
-    ax.text(dec_x + w / 2, 4.65, "解码器", ha="center", va="center", size=LARGE,
+    box(ax, dec_x - 0.2, 0.7, w + 0.4, 4.6, "", "#fdf3e7")
+    ax.text(dec_x + w / 2, 4.95, "解码器", ha="center", va="center", size=LARGE,
             weight="bold", color=INK)
     box(ax, dec_x, -0.75, w, 0.75, "目标序列词元 + 位置编码", "#ffffff")
-    box(ax, dec_x, 1.15, w, 0.75, "(2) 掩蔽自注意力", "#fdae6b", LARGE, "bold")
-    box(ax, dec_x, 2.55, w, 0.75, "(3) 编码器－解码器注意力", "#a1d99b", MEDIUM, "bold")
-    box(ax, dec_x, 3.75, w, 0.5, "前馈网络", "#eeeeee")
-    link(ax, (dec_x + w / 2, 0.05), (dec_x + w / 2, 1.1), "Q = K = V")
-    link(ax, (dec_x + w / 2, 1.95), (dec_x + w / 2, 2.5), "Q")
-    link(ax, (dec_x + w / 2, 3.35), (dec_x + w / 2, 3.7))
+    box(ax, dec_x, 0.95, w, 0.75, "(2) 掩蔽自注意力", "#fdae6b", LARGE, "bold")
+    box(ax, dec_x, 3.05, w, 0.75, "(3) 编码器－解码器注意力", "#a1d99b", MEDIUM, "bold")
+    box(ax, dec_x, 4.2, w, 0.45, "前馈网络", "#eeeeee")
+    link(ax, (dec_x + w / 2, 0.05), (dec_x + w / 2, 0.9), "Q = K = V")
+    link(ax, (dec_x + w / 2, 1.75), (dec_x + w / 2, 3.0), "Q")
+    link(ax, (dec_x + w / 2, 3.85), (dec_x + w / 2, 4.15))
     # memory -> keys and values of the cross-attention
-    link(ax, (enc_x + w / 2 + 1.75, 4.55), (dec_x - 0.05, 2.95), "K = V", colour="#1b7837",
-         text_at=(5.05, 4.0))
-    # mask icons of the deck's toy example (rows = queries, columns = keys)
+    link(ax, (enc_x + w / 2 + 1.75, 4.4), (dec_x - 0.05, 3.45), "K = V", colour="#1b7837",
+         text_at=(5.05, 4.15))
+    # mask icons of the deck's toy example (rows = queries, columns = keys), each centred
+    # level with the block that uses it
     n, pad, T = 6, 2, 5            # source: 6 slots, the last 2 padding; target: 5 tokens
-    mask_icon(ax, enc_x + w + 0.75, 2.2, [[1] * (n - pad) + [0] * pad for _ in range(n)],
+    mask_icon(ax, enc_x + w + 0.75, 1.325 + 3 * 0.22, [[1] * (n - pad) + [0] * pad for _ in range(n)],
               "填充掩蔽\n$L = S = 6$")
-    mask_icon(ax, dec_x + w + 0.75, 2.1, [[int(j <= i) for j in range(T)] for i in range(T)],
+    mask_icon(ax, dec_x + w + 0.75, 1.325 + 2.5 * 0.22, [[int(j <= i) for j in range(T)] for i in range(T)],
               "因果掩蔽\n$L = S = 5$")
-    mask_icon(ax, dec_x + w + 0.75, 4.45, [[1] * (n - pad) + [0] * pad for _ in range(T)],
+    mask_icon(ax, dec_x + w + 0.75, 3.425 + 2.5 * 0.22, [[1] * (n - pad) + [0] * pad for _ in range(T)],
               "填充掩蔽\n$L = 5,\\ S = 6$")
     ax.set_xlim(0, 12)
-    ax.set_ylim(-0.85, 5.25)
+    ax.set_ylim(-0.85, 5.4)
     ax.set_aspect("equal")
     ax.axis("off")
     out = HERE / "05_three_attentions.png"
