@@ -182,7 +182,7 @@ def transpose_qkv_diagram():
             for j in range(D):
                 cell(ax, x3 + j * CELL_W, y_row + (N - 1 - t) * CELL_H, b, t, i * D + j, i)
         frame(ax, x3, y_row, D, N, b)
-        ax.text(x3 + D * CELL_W + 0.3, y_row + N * CELL_H / 2, f"第 {row} 行：序列 {b} 的头 {i}", ha="left",
+        ax.text(x3 + D * CELL_W + 0.3, y_row + N * CELL_H / 2, f"第 {row} 片：序列 {b} 的头 {i}", ha="left",
                 va="center", color=BATCH_EDGE[b], weight="bold")
 
     # arrows: transpose_qkv left to right above the middle, transpose_output back below it
@@ -203,7 +203,7 @@ def transpose_qkv_diagram():
     au.describe(fig, "示意图：transpose_qkv 把每个数放到哪里。左：X 形状 (B, n, H·d) = (2, 3, 4)，格子里是 100b+10t+c，"
                      "第 0、1 列属于头 0，第 2、3 列属于头 1。中：reshape 加 permute 得到现代布局 (B, H, n, d)，"
                      "每个序列拆成头 0、头 1 两块。右：再 reshape（复制一份）得到书的布局 (B·H, n, d)，"
-                     "第 0 到 3 行依次是序列 0 的头 0、序列 0 的头 1、序列 1 的头 0、序列 1 的头 1。"
+                     "第 0 到 3 片（沿第 0 维）依次是序列 0 的头 0、序列 0 的头 1、序列 1 的头 0、序列 1 的头 1。"
                      "反向箭头是 transpose_output，原路返回。")
     save(fig, "04_transpose_qkv.png")
 
