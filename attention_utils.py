@@ -3452,7 +3452,7 @@ def check_transpose_qkv(transpose_qkv, transpose_output):
     the round trip must give X back exactly.
     """
     return _run_checker("transpose_qkv", transpose_qkv, _transpose_steps, [
-        "transpose_qkv：(B, n, H·d) -> (B·H, n, d)，第 b·H + i 行是序列 b 的头 i，取第 i·d 到 (i+1)·d 列",
+        "transpose_qkv：(B, n, H·d) -> (B·H, n, d)，第 b·H + i 片是序列 b 的头 i，取第 i·d 到 (i+1)·d 列",
         "transpose_output：(B·H, n, d) -> (B, n, H·d)，正好是它的逆",
         "往返一次得到原来的 X（torch.equal）；H = 1、H = 4，以及 B、n、d 各不相同都试过",
         "与 au.transpose_qkv、au.transpose_output 完全相同（torch.equal）"], extra=(transpose_output,))
@@ -3473,7 +3473,7 @@ def _transpose_steps(student_qkv, student_output):
         _Known("heads-interleaved", "头是交错取列的（第 c 列归头 c % H），应取连续的 d 列",
                X.reshape(B, n, d, H).permute(0, 3, 1, 2).reshape(B * H, n, d),
                "头 i 取第 i·d 到 (i+1)·d 列：reshape(B, n, H, d)，H 在 d 前面。"),
-        _Known("head-major", "批量维的顺序反了：第 i·B + b 行放序列 b 的头 i，应是第 b·H + i 行",
+        _Known("head-major", "批量维的顺序反了：第 i·B + b 片放序列 b 的头 i，应是第 b·H + i 片",
                X.reshape(B, n, H, d).permute(2, 0, 1, 3).reshape(B * H, n, d),
                "permute(0, 2, 1, 3)：批量在前、头在后，这样 valid_lens 用 repeat_interleave 对得上。"),
     ], hint="对照 au.transpose_qkv 的注释，逐步打印形状。")
@@ -3483,7 +3483,7 @@ def _transpose_steps(student_qkv, student_output):
     _compare(got, transpose_output(Y, H), example, known=[
         _Known("output-heads-across-positions", "transpose_output 只 reshape、没有 permute：头没有回到特征维",
                Y.reshape(B, n, H * d), "先 reshape 成 (B, H, n, d)，permute(0, 2, 1, 3)，再合并最后两维。"),
-        _Known("output-head-major", "transpose_output 把第 b·H + i 行当成了第 i·B + b 行",
+        _Known("output-head-major", "transpose_output 把第 b·H + i 片当成了第 i·B + b 片",
                Y.reshape(H, B, n, d).permute(1, 2, 0, 3).reshape(B, n, H * d),
                "它要撤销 transpose_qkv：reshape(-1, num_heads, n, d)，批量在前。"),
         _Known("output-interleaved", "transpose_output 把各头的列交错放回，应把每个头的 d 列连续放",
@@ -3585,12 +3585,12 @@ def _multihead_steps(student):
                                "valid_lens.repeat_interleave(num_heads, dim=0)。") from None
             raise _Mistake("lens-not-repeated", "valid_lens 的形状与 B·H 个头对不上", example,
                            error=raised.error,
-                           hint="头并进了批量维，valid_lens 也要跟着重复：第 b·H + i 行是序列 b 的头 i，"
+                           hint="头并进了批量维，valid_lens 也要跟着重复：第 b·H + i 片是序列 b 的头 i，"
                            "所以用 valid_lens.repeat_interleave(num_heads, dim=0)。") from None
         _compare(got, mha(queries, keys, values, valid_lens), example, known=[
             _Known("repeat-not-interleave", "valid_lens 用 repeat 重复了：头拿到了别的序列的有效长度",
                    variant(valid_lens, repeat=_repeat_whole),
-                   "第 b·H + i 行是序列 b 的头 i，长度要写成 [l0, l0, l1, l1]：repeat_interleave，"
+                   "第 b·H + i 片是序列 b 的头 i，长度要写成 [l0, l0, l1, l1]：repeat_interleave，"
                    "而 repeat 得到 [l0, l1, l0, l1]。"),
             _Known("ignores-valid-lens", "没有把 valid_lens 传给注意力：填充位置的键也分到了权重",
                    variant(None), "把重复过的 valid_lens 传给 mha.attention。"),
