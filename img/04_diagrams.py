@@ -11,7 +11,8 @@ writes, next to this script:
 * 04_transpose_qkv.png -- where each entry of X (B, n, H*d) goes in
   transpose_qkv: (B, n, H*d) -> (B, H, n, d) -> (B*H, n, d), and back
   (transpose_output). Every panel holds both sequences b = 0 and b = 1;
-  the arrows between panels give the direction. Cell labels are the values of
+  the arrows between panels give the direction. Rows of the first panel are
+  labelled with the time step t. Cell labels are the values of
   the deck's tiny tensor X[b, t, c] = 100b + 10t + c.
 
 The figures are drawn in the course figure style of attention_utils (fonts,
@@ -131,16 +132,16 @@ def frame(ax, x, y, columns, rows, b):
 
 def transpose_qkv_diagram():
     top = 13.0                                # top edge of the cell area
-    block_gap = 0.35                          # between the four blocks of panel 3
+    block_gap = 0.2                           # between the four blocks of panel 3
     panel3_height = B * H * N * CELL_H + (B * H - 1) * block_gap
     middle = top - panel3_height / 2          # arrows run here, between b = 0 and b = 1
     batch_gap = 1.0                           # between b = 0 and b = 1 in panels 1 and 2
     y_batch = {0: middle + batch_gap / 2, 1: middle - batch_gap / 2 - N * CELL_H}  # lower edges
-    fig, ax = canvas(12.0, 5.6, (-1.6, 28.6), (-2.4, top + 1.4))
+    fig, ax = canvas(12.0, 5.37, (-2.9, 28.6), (-1.95, top + 1.15))
 
     # panel 1: X (B, n, H*d)
     x1 = 0.0
-    ax.text(x1 + 2 * CELL_W, top + 0.8, "X：(B, n, $H\\cdot d$)", ha="center", color=INK,
+    ax.text(x1 + 2 * CELL_W, top + 0.6, "X：(B, n, $H\\cdot d$)", ha="center", color=INK,
             weight="bold")
     ax.text(x1 - 0.3, y_batch[0] + N * CELL_H + 0.5, "列 $c$", ha="right", va="center",
             color=INK)
@@ -152,13 +153,16 @@ def transpose_qkv_diagram():
             for c in range(H * D):
                 cell(ax, x1 + c * CELL_W, y_batch[b] + (N - 1 - t) * CELL_H, b, t, c, c // D)
         frame(ax, x1, y_batch[b], H * D, N, b)
-        ax.text(x1 - 0.3, y_batch[b] + N * CELL_H / 2, f"$b={b}$", ha="right", va="center",
-                color=BATCH_EDGE[b], weight="bold")
+        ax.text(x1 - 2.3, y_batch[b] + N * CELL_H / 2, f"$b={b}$", ha="center", va="center",
+                color=BATCH_EDGE[b], rotation=90)
+        for t in range(N):                    # row labels: time step t
+            ax.text(x1 - 0.2, y_batch[b] + (N - 1 - t + 0.5) * CELL_H, f"$t={t}$", ha="right",
+                    va="center", color=INK)
 
     # panel 2: (B, H, n, d), the modern layout
     x2 = 9.5
     head_gap = 0.5
-    ax.text(x2 + 2.7, top + 0.8, "(B, $H$, n, $d$)：现代布局", ha="center", color=INK,
+    ax.text(x2 + 2.7, top + 0.6, "(B, $H$, n, $d$)：现代布局", ha="center", color=INK,
             weight="bold")
     for i in range(H):
         xi = x2 + i * (D * CELL_W + head_gap)
@@ -173,7 +177,7 @@ def transpose_qkv_diagram():
 
     # panel 3: (B*H, n, d), the book's layout
     x3 = 19.2
-    ax.text(x3 + 2.2, top + 0.8, "($B\\cdot H$, n, $d$)：书的布局", ha="center", color=INK,
+    ax.text(x3 + 2.2, top + 0.6, "($B\\cdot H$, n, $d$)：书的布局", ha="center", color=INK,
             weight="bold")
     for row in range(B * H):
         b, i = divmod(row, H)
@@ -196,11 +200,11 @@ def transpose_qkv_diagram():
         ax.text((start + end) / 2, middle - 0.4, backward, ha="center", va="top",
                 color=BACKWARD, linespacing=1.1)
 
-    ax.text(-1.5, -1.0, "黑箭头：transpose_qkv（从左到右）    紫箭头：transpose_output（原路返回）",
+    ax.text(-2.8, -0.5, "黑箭头：transpose_qkv（从左到右）    紫箭头：transpose_output（原路返回）",
             ha="left", va="center", color=INK)
-    ax.text(-1.5, -2.0, "格子里的数 $X[b,t,c]=100b+10t+c$    底色：头    框：实线 $b=0$，虚线 $b=1$",
+    ax.text(-2.8, -1.5, "格子里的数 $X[b,t,c]=100b+10t+c$    底色：头    框：实线 $b=0$，虚线 $b=1$",
             ha="left", va="center", color=INK)
-    au.describe(fig, "示意图：transpose_qkv 把每个数放到哪里。左：X 形状 (B, n, H·d) = (2, 3, 4)，格子里是 100b+10t+c，"
+    au.describe(fig, "示意图：transpose_qkv 把每个数放到哪里。左：X 形状 (B, n, H·d) = (2, 3, 4)，每行标着时间步 t，格子里是 100b+10t+c，"
                      "第 0、1 列属于头 0，第 2、3 列属于头 1。中：reshape 加 permute 得到现代布局 (B, H, n, d)，"
                      "每个序列拆成头 0、头 1 两块。右：再 reshape（复制一份）得到书的布局 (B·H, n, d)，"
                      "第 0 到 3 片（沿第 0 维）依次是序列 0 的头 0、序列 0 的头 1、序列 1 的头 0、序列 1 的头 1。"
