@@ -94,7 +94,7 @@ def bahdanau(ax):
     for x, a in zip(XS, weights):
         arrow(ax, (x, 2.1), (3.6 + (x - 4.2) * 0.45, 3.55), colour=GREEN,
               width=1.5 + 8 * a, style="-")
-    ax.text(9.4, 3.05, r"线宽 = 权重 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
+    ax.text(9.4, 3.05, r"线宽示意 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
             color=GREEN, fontsize=MATH)
     box(ax, 0.3, 6.6, 1.6, 0.9, r"$s_{t'-1}$", DECODER)
     arrow(ax, (0.5, 6.15), (2.6, 4.45), colour=BROWN, width=2.0)
