@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 
 import pytest
+import torch
 
 import attention_utils as au
 
@@ -149,3 +150,25 @@ def test_concept_question_explanations_do_not_repeat_the_verdict(path):
                 for i, (_, text) in enumerate(q["options"])
                 if re.match(r"\s*(对|不对|正确|错误|错|不正确|是的|不是)[。：:，,！!]", text)]
     assert not stutters, "explanations that start with a verdict: " + "; ".join(stutters)
+
+
+def test_deck_01_quiz_numbers_are_the_computed_ones():
+    """The numbers deck 01's concept questions quote come from the lecture's small
+    example (keys, values and queries of its four-query slide), not from typing."""
+    quizzes = load(Path(__file__).resolve().parent.parent / "notebooks" / "quizzes"
+                   / "01_attention_cues.json")
+
+    def text(name):
+        quiz = quizzes[name]
+        return quiz["question"] + "".join(option + why for option, why in quiz["options"])
+
+    keys = torch.tensor([[1., 0.], [0., 1.], [1., 1.]])
+    values = torch.tensor([1., 2., 3.])
+    queries = torch.tensor([[2., 1.], [0., 2.], [-2., 0.], [0.4, 0.2]])
+    A = torch.softmax(queries @ keys.T, dim=-1)                        # (4, 3)
+    small = text("small-weight")
+    increase = 99 * A[1, 0]
+    for number in (f"{A[1, 0]:.4f}", f"{A[1] @ values:.2f}", f"{increase:.1f}",
+                   f"{A[1] @ values + increase:.1f}"):
+        assert number in small, f"expected {number} in the small-weight question"
+    assert f"{A[:, 1].sum():.2f}" in text("attention-matrix")
