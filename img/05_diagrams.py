@@ -60,7 +60,7 @@ def mask_icon(ax, x, y, allowed, title, cell=0.22):
 
 
 def three_attentions():
-    fig, ax = plt.subplots(figsize=(12, 5.6))
+    fig, ax = plt.subplots(figsize=(12, 5.45))
     enc_x, dec_x, w = 0.3, 6.4, 3.6
     # encoder: source tokens -> (1) self-attention -> feed-forward -> memory
     box(ax, enc_x - 0.2, 0.7, w + 0.4, 2.95, "", "#eef5fb")
@@ -97,7 +97,7 @@ def three_attentions():
               "因果掩蔽\n$L = S = 5$")
     mask_icon(ax, dec_x + w + 0.75, 3.425 + 2.5 * 0.22, [[1] * (n - pad) + [0] * pad for _ in range(T)],
               "填充掩蔽\n$L = 5,\\ S = 6$")
-    ax.set_xlim(0, 12)
+    ax.set_xlim(0, 12.3)         # the right-hand icon ends at x = 12.07: keep its last column and label
     ax.set_ylim(-0.85, 5.4)
     ax.set_aspect("equal")
     ax.axis("off")
