@@ -96,14 +96,14 @@ def bahdanau(ax):
               width=1.5 + 8 * a, style="-")
     ax.text(9.4, 3.05, r"线宽示意 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
             color=GREEN, fontsize=MATH)
-    box(ax, 0.3, 6.6, 1.6, 0.9, r"$s_{t'-1}$", DECODER)
+    box(ax, 0.4, 6.6, 2.1, 0.9, r"$s_{t'-1}$", DECODER)   # wide enough for the subscript
     arrow(ax, (0.5, 6.15), (2.6, 4.45), colour=BROWN, width=2.0)
     ax.text(0.7, 5.05, "查询", ha="center", va="center", color=BROWN, weight="bold")
     box(ax, 6.6, 4.0, 1.5, 0.9, r"$c_{t'}$", CONTEXT, "bold")
     arrow(ax, (4.9, 4.0), (5.85, 4.0))
     ax.text(9.5, 4.0, r"$y_{t'-1}$", ha="center", va="center", color=INK, fontsize=MATH)
     box(ax, 8.0, 6.6, 1.8, 0.9, "GRU", "#e5e7eb")
-    arrow(ax, (1.1, 6.6), (7.1, 6.6))
+    arrow(ax, (1.45, 6.6), (7.1, 6.6))
     arrow(ax, (6.8, 4.45), (7.6, 6.15))                      # context
     arrow(ax, (9.3, 4.3), (8.5, 6.15))                       # previous token, embedded
     box(ax, 10.9, 6.6, 1.5, 0.9, r"$s_{t'}$", DECODER)
