@@ -3276,8 +3276,8 @@ def _masked_softmax_steps(student):
     if got.shape == X.shape and torch.allclose(got, torch.full_like(X, 0.25)):
         raise _Mistake("uniform-empty-row", "有效长度为 0 的行得到了均匀权重 0.25：它在给填充位置分配注意力",
                        example, got, torch.zeros_like(X),
-                       "书中的做法（填 -1e6）在整行都被掩蔽时给出均匀权重。一个有效的键都没有时，"
-                       "这一行应什么都不关注：权重全为 0（F.scaled_dot_product_attention 也给出 0）。")
+                       "书中的做法（填 -1e6）在整行都被掩蔽时给出均匀权重，输出随填充的值而变。本练习按本课程的约定"
+                       "（F.scaled_dot_product_attention 自 PyTorch 2.5 起也如此）：一个有效的键都没有时，权重全为 0。")
     if got.shape == X.shape and got.isnan().any():
         raise _Mistake("nan-empty-row", "有效长度为 0 的行得到了 NaN：整行都是 -inf，softmax 是 0/0",
                        example, got, torch.zeros_like(X),
@@ -3433,8 +3433,8 @@ def _scaled_dot_product_steps(student):
     _compare(got, expected, example, known=[
         _Known("uniform-empty-row", "有效长度为 0 的查询得到了所有值的平均：均匀权重分给了填充位置",
                values.mean(dim=1, keepdim=True),
-               "书中的掩蔽softmax 填 -1e6，整行都被掩蔽时给出均匀权重。一个有效的键都没有时，"
-               "输出应为 0（au.masked_softmax 与 F.scaled_dot_product_attention 都给出 0）。"),
+               "书中的掩蔽softmax 填 -1e6，整行都被掩蔽时给出均匀权重，输出随填充的值而变。本练习按本课程的约定："
+               "一个有效的键都没有时输出为 0（au.masked_softmax 与 F.scaled_dot_product_attention 都给出 0）。"),
         _Known("nan-empty-row", "有效长度为 0 的查询得到了 NaN：整行分数都是 -inf，softmax 是 0/0",
                torch.full_like(expected, math.nan), "用 au.masked_softmax，它把没有有效键的行置为 0。"),
     ])
