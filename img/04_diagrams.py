@@ -69,6 +69,7 @@ def arrow(ax, start, end, colour=INK, width=1.8):
 # them (W_i^(q), head_i, W_o) are set this large so the scripts stay >= 16 px
 # on a slide (the figure report only sees the base size).
 SCRIPTED = 18
+BOX_TEXT = 16                                 # plain box labels: above the 14 pt default, ~22 px on a slide
 
 
 def box(ax, x, y, w, h, text, fill, edge=INK, size=None):
@@ -85,7 +86,8 @@ def multihead_diagram():
     inputs = {"q": (2.3, "查询 $\\mathbf{q}$"), "k": (7.0, "键 $\\mathbf{k}$"),
               "v": (11.7, "值 $\\mathbf{v}$")}
     for name, (x, text) in inputs.items():
-        ax.text(x, 0.25, text, ha="center", va="center", color=INPUT_COLOUR[name], weight="bold")
+        ax.text(x, 0.25, text, ha="center", va="center", color=INPUT_COLOUR[name], weight="bold",
+                size=BOX_TEXT)
     for col, (x0, head) in enumerate(zip(left, heads)):
         for j, name in enumerate("qkv"):
             x = x0 + j * (w_box + gap)
@@ -94,17 +96,19 @@ def multihead_diagram():
             arrow(ax, (inputs[name][0], 0.55), (x + w_box / 2, 1.12), colour=INPUT_COLOUR[name],
                   width=2.2)          # coloured by input, so the crossing lines can be followed
             arrow(ax, (x + w_box / 2, 1.92), (x0 + 2.1, 2.55))
-        box(ax, x0, 2.6, 4.25, 0.8, "缩放点积注意力", HEAD_FILL[col], HEAD_EDGE[col])
+        box(ax, x0, 2.6, 4.25, 0.8, "缩放点积注意力", HEAD_FILL[col], HEAD_EDGE[col],
+            size=BOX_TEXT)
         ax.text(x0 + 2.1, 3.75, f"$\\mathrm{{head}}_{{{head}}}$：(B, L, $d = h/H$)", ha="center",
                 va="center", color=INK, size=SCRIPTED)
     ax.text(9.62, 3.0, "…", ha="center", va="center", color=INK, weight="bold")
-    box(ax, 2.6, 4.55, 9.3, 0.75, "拼接：(B, L, $H\\cdot d$) = (B, L, $h$)", "#e5e7eb")
+    box(ax, 2.6, 4.55, 9.3, 0.75, "拼接：(B, L, $H\\cdot d$) = (B, L, $h$)", "#e5e7eb", size=BOX_TEXT)
     for x0 in left:
         arrow(ax, (x0 + 2.1, 4.0), (x0 + 2.1 + 0.3 * (7.25 - x0 - 2.1), 4.52))
     box(ax, 5.2, 5.75, 4.1, 0.7, "$\\mathbf{W}_o$：$h\\to h$", "#ddd6fe", size=SCRIPTED)
     arrow(ax, (7.25, 5.32), (7.25, 5.72))
     arrow(ax, (9.32, 6.1), (10.3, 6.1))
-    ax.text(10.4, 6.1, "输出 (B, L, $h$)", ha="left", va="center", color=INK, weight="bold")
+    ax.text(10.4, 6.1, "输出 (B, L, $h$)", ha="left", va="center", color=INK, weight="bold",
+            size=BOX_TEXT)
     au.describe(fig, "示意图：多头注意力的数据流。查询 q、键 k、值 v 分别送进每个头 i（头 0、头 1 …… 头 H-1）"
                      "自己的投影矩阵 W_i^(q)、W_i^(k)、W_i^(v)（青、紫、红三色的线分别来自 q、k、v），每个头做一次缩放点积注意力，得到 (B, L, d) 的 head_i（每个头 d = h/H 维）；"
                      "H 个头拼接成 (B, L, H·d) = (B, L, h)，再乘 W_o（h 到 h），得到输出 (B, L, h)。")
