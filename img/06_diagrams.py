@@ -7,7 +7,7 @@ encoder (T = 4 source tokens) in both:
 
   (a) the plain encoder-decoder of attention_utils (Seq2SeqEncoder +
       Seq2SeqDecoder): the encoder's last state h_4 is the decoder's initial
-      hidden state s_0 *and* the context c, which is concatenated to the
+      hidden state s_0 (red arrow from c = h_4 to s_0) *and* the context c, which is concatenated to the
       embedded previous token y_{t'-1} at every decoding step;
   (b) Bahdanau attention (Seq2SeqAttentionDecoder): at step t' the previous
       decoder state s_{t'-1} is the query, every encoder state h_t is a key
@@ -72,6 +72,8 @@ def plain(ax):
     ds = [2.6, 5.4, 8.2]                          # decoder steps t' = 1, 2, 3
     box(ax, 0.0, 6.6, 1.3, 0.9, "$s_0$", DECODER)
     ax.text(0.15, 7.5, "$s_0 = h_4$", ha="center", va="center", color=RED, fontsize=MATH)
+    ax.plot([9.3, 0.0], [3.6, 3.6], color=RED, linewidth=2.0)             # h_4 (via c) ...
+    arrow(ax, (0.0, 3.6), (0.0, 6.15), colour=RED, width=2.0)            # ... is s_0
     ax.plot([ds[0] + 0.3, 10.3], [4.9, 4.9], color=RED, linewidth=2.0)   # the same c ...
     ax.plot([10.3, 10.3], [4.05, 4.9], color=RED, linewidth=2.0)
     for k, x in enumerate(ds, start=1):
@@ -94,8 +96,8 @@ def bahdanau(ax):
     for x, a in zip(XS, weights):
         arrow(ax, (x, 2.1), (3.6 + (x - 4.2) * 0.45, 3.55), colour=GREEN,
               width=1.5 + 8 * a, style="-")
-    ax.text(9.4, 3.05, r"线宽示意 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
-            color=GREEN, fontsize=MATH)
+    ax.text(9.3, 3.05, r"线宽示意 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
+            color=GREEN, fontsize=MATH + 1, weight="bold")
     box(ax, 0.4, 6.6, 2.1, 0.9, r"$s_{t'-1}$", DECODER)   # wide enough for the subscript
     arrow(ax, (0.5, 6.15), (2.6, 4.45), colour=BROWN, width=2.0)
     ax.text(0.7, 5.05, "查询", ha="center", va="center", color=BROWN, weight="bold")
