@@ -1832,7 +1832,7 @@ def _plot_alt(fig):
     return "；".join(parts) + "。" if parts else "空白的图。"
 
 
-def _heatmaps_alt(fig, matrices, keep, scale, xlabel, ylabel):
+def _heatmaps_alt(fig, matrices, keep, scale, xlabel, ylabel, gamma=None):
     """'热力图：10 个查询 × 10 个键，权重集中在对角线上' for a grid of panels."""
     rows, cols, L, S = matrices.shape
     panels = [ax for ax in _data_axes(fig) if ax.images]
@@ -1858,6 +1858,8 @@ def _heatmaps_alt(fig, matrices, keep, scale, xlabel, ylabel):
             text += f"；其余 {len(panels) - 6} 幅从略"
     text += (f"。色标从 {scale[0]:.2g} 到 {scale[1]:.2g}" if scale is not None
              else "。每幅各用自己的色标")
+    if gamma is not None:
+        text += "，按平方根拉伸" if gamma == 0.5 else f"，按 {gamma:g} 次方拉伸"
     if not keep.all():
         text += "；灰底斜线格是被掩蔽的位置"
     return text + "。"
@@ -1955,7 +1957,8 @@ def _colour_range(values):
 
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                   cmap="Reds", *, mask=None, share_scale=True, vmax=None, vmin=None,
-                  colorbar_label=None, upright_labels=None, alt=None):
+                  colorbar_label=None, upright_labels=None, gamma=None,
+                  colorbar_shrink=0.6, colorbar_aspect=20, alt=None):
     """Draw a grid of attention matrices, as ``d2l.show_heatmaps`` does.
 
     Args:
@@ -1988,6 +1991,16 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             Chinese labels ('查询', '权重') are not read sideways. Default
             (None): True when the y label or the colour-bar label is Chinese,
             False otherwise (the book's rotated English labels).
+        gamma: None (default) for a linear colour scale. A number in (0, 1)
+            stretches it by a power (``matplotlib.colors.PowerNorm``): with
+            0.5, colour follows the square root of the value, so a pale band
+            of small weights next to a few large ones is still seen. Say so
+            in ``colorbar_label``.
+        colorbar_shrink, colorbar_aspect: the colour bar's length as a share
+            of the panels' height, and its length over its width (matplotlib's
+            ``shrink`` and ``aspect``; the defaults draw the bar the book
+            draws). A single wide panel reads better with a longer, wider
+            bar, e.g. 0.9 and 10.
         alt: the figure's text alternative. Default: built when the figure is
             shown, from the shape, the axis labels (and token tick labels)
             and where the largest values lie, e.g. '热力图：10 个查询 ×
@@ -2021,6 +2034,13 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
     top, bottom = vmax, vmin
     if top is not None and bottom is not None and not bottom < top:
         raise ValueError(f"expected vmin < vmax, got vmin={bottom} and vmax={top}")
+    if gamma is not None and not 0 < gamma <= 1:
+        raise ValueError(f"expected gamma in (0, 1] (0.5 = square-root colour scale), got {gamma}")
+    if not 0 < colorbar_shrink <= 1:
+        raise ValueError(f"expected colorbar_shrink in (0, 1], got {colorbar_shrink}")
+    if not colorbar_aspect > 0:
+        raise ValueError(f"expected colorbar_aspect > 0, got {colorbar_aspect}")
+    bar = dict(shrink=colorbar_shrink, aspect=colorbar_aspect)
     vmin, vmax = _colour_range(matrices[keep])
     for i in range(num_rows):
         for j in range(num_cols):
@@ -2031,11 +2051,15 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             vmin = vmin if bottom is None else bottom
             shown = np.ma.masked_array(matrices[i, j].numpy(),
                                        mask=~keep[i, j].numpy())
-            image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax)
+            if gamma is None:
+                image = ax.imshow(shown, cmap=cmap, vmin=vmin, vmax=vmax)
+            else:
+                norm = matplotlib.colors.PowerNorm(gamma, vmin=vmin, vmax=vmax)
+                image = ax.imshow(shown, cmap=cmap, norm=norm)
             if not keep[i, j].all():
                 _hatch(ax, ~keep[i, j])
             if not share_scale:
-                _label_colorbar(fig.colorbar(image, ax=ax, shrink=0.6), colorbar_label, upright_labels)
+                _label_colorbar(fig.colorbar(image, ax=ax, **bar), colorbar_label, upright_labels)
             if i == num_rows - 1:
                 ax.set_xlabel(xlabel)
             if j == 0:
@@ -2043,10 +2067,11 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             if titles is not None:
                 ax.set_title(titles[j])
     if share_scale:
-        _label_colorbar(fig.colorbar(image, ax=axes, shrink=0.6), colorbar_label, upright_labels)
+        _label_colorbar(fig.colorbar(image, ax=axes, **bar), colorbar_label, upright_labels)
     low, high = _colour_range(matrices[keep])
     low, high = (low if bottom is None else bottom), (high if top is None else top)
     fig._au_heatmaps = {"matrices": matrices, "keep": keep, "xlabel": xlabel, "ylabel": ylabel,
+                        "gamma": gamma,
                         "scale": (low, high) if share_scale else None}  # for _heatmaps_alt
     fig._au_alt = alt
     return fig

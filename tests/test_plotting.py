@@ -282,6 +282,35 @@ def test_show_heatmaps_writes_chinese_labels_level(upright):
     matplotlib.pyplot.close("all")
 
 
+def test_show_heatmaps_square_root_scale_and_colour_bar_size():
+    """gamma and the colour-bar size are options, so no deck swaps the module's bar or norm."""
+    weights = torch.tensor([[0.01, 0.25], [0.04, 1.0]])
+    fig = au.show_heatmaps(weights, "键", "查询", gamma=0.5, colorbar_label="权重（平方根色标）")
+    norm = images(fig)[0].norm
+    assert isinstance(norm, matplotlib.colors.PowerNorm) and norm.gamma == 0.5
+    assert norm(0.25) == pytest.approx(0.5)                     # a quarter of the top: halfway in colour
+    assert "色标从 0 到 1，按平方根拉伸" in au._figure_alt(fig)
+    assert isinstance(images(au.show_heatmaps(weights, "k", "q")).__getitem__(0).norm,
+                      matplotlib.colors.Normalize)
+    assert "拉伸" not in au._figure_alt(au.show_heatmaps(weights, "键", "查询"))
+
+    def bar_height(**options):
+        fig = au.show_heatmaps(weights, "键", "查询", figsize=(6, 3), **options)
+        fig.canvas.draw()
+        panel, bar = fig.axes[0], fig.axes[-1]
+        return bar.get_position().height / panel.get_position().height, bar.get_position()
+
+    (short, thin), (long, wide) = bar_height(), bar_height(colorbar_shrink=0.9, colorbar_aspect=10)
+    assert short == pytest.approx(0.6, abs=0.02) and long == pytest.approx(0.9, abs=0.02)
+    assert wide.width / wide.height > thin.width / thin.height  # aspect 10 is a wider bar than 20
+    for options, received in [(dict(gamma=2), "got 2"), (dict(gamma=0), "got 0"),
+                              (dict(colorbar_shrink=1.5), "got 1.5"),
+                              (dict(colorbar_aspect=0), "got 0")]:
+        with pytest.raises(ValueError, match=f"expected .*{received}"):
+            au.show_heatmaps(weights, "k", "q", **options)
+    matplotlib.pyplot.close("all")
+
+
 @pytest.mark.parametrize("mask, received", [
     (torch.ones(2, 2), "dtype torch.float32"),
     (torch.ones(3, 2, dtype=torch.bool), r"got \(3, 2\)"),
