@@ -28,6 +28,7 @@ from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle  # noq
 
 ALLOWED, MASKED, INK = "#c0272d", "#d9d9d9", "#222222"
 SMALL, MEDIUM, LARGE = 14, 15, 17          # pt; the smallest is 19 px at 100 dpi
+ICON = 16                                  # pt, the mask grids' labels: about as large as the boxes' text
 
 
 def box(ax, x, y, w, h, text, colour, size=MEDIUM, weight="normal"):
@@ -53,10 +54,10 @@ def mask_icon(ax, x, y, allowed, title, cell=0.22):
                                    facecolor=ALLOWED if ok else MASKED,
                                    edgecolor="white", linewidth=1.0))
     width, height = len(allowed[0]) * cell, len(allowed) * cell
-    ax.text(x + width / 2, y + 0.08, title, ha="center", va="bottom", size=SMALL, color=INK)
+    ax.text(x + width / 2, y + 0.08, title, ha="center", va="bottom", size=ICON, color=INK)
     ax.text(x - 0.08, y - height / 2, "查询", rotation=90, ha="right", va="center",
-            size=SMALL, color=INK)
-    ax.text(x + width / 2, y - height - 0.05, "键", ha="center", va="top", size=SMALL, color=INK)
+            size=ICON, color=INK)
+    ax.text(x + width / 2, y - height - 0.05, "键", ha="center", va="top", size=ICON, color=INK)
 
 
 def three_attentions():
@@ -88,14 +89,15 @@ def three_attentions():
     # memory -> keys and values of the cross-attention
     link(ax, (enc_x + w / 2 + 1.75, 4.4), (dec_x - 0.05, 3.45), "K = V", colour="#1b7837",
          text_at=(5.05, 4.15))
-    # mask icons of the deck's toy example (rows = queries, columns = keys), each centred
-    # level with the block that uses it
+    # mask icons of the deck's toy example (rows = queries, columns = keys), each level
+    # with the block that uses it
     n, pad, T = 6, 2, 5            # source: 6 slots, the last 2 padding; target: 5 tokens
     mask_icon(ax, enc_x + w + 0.75, 1.325 + 3 * 0.22, [[1] * (n - pad) + [0] * pad for _ in range(n)],
               "填充掩蔽\n$L = S = 6$")
     mask_icon(ax, dec_x + w + 0.75, 1.325 + 2.5 * 0.22, [[int(j <= i) for j in range(T)] for i in range(T)],
               "因果掩蔽\n$L = S = 5$")
-    mask_icon(ax, dec_x + w + 0.75, 3.425 + 2.5 * 0.22, [[1] * (n - pad) + [0] * pad for _ in range(T)],
+    mask_icon(ax, dec_x + w + 0.75, 3.425 + 2.5 * 0.22 + 0.15,  # raised: clear of the causal title
+              [[1] * (n - pad) + [0] * pad for _ in range(T)],
               "填充掩蔽\n$L = 5,\\ S = 6$")
     ax.set_xlim(0, 12.3)         # the right-hand icon ends at x = 12.07: keep its last column and label
     ax.set_ylim(-0.85, 5.4)
