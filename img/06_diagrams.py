@@ -37,6 +37,8 @@ ENCODER, DECODER, CONTEXT, ATTENTION = "#bfdbfe", "#fed7aa", "#fca5a5", "#bbf7d0
 RED, GREEN, BROWN = "#b91c1c", "#15803d", "#9a3412"
 XS = [1.2, 3.2, 5.2, 7.2]                         # encoder positions, T = 4
 MATH = 17        # symbols (s_{t'-1}, h_t, ...): their subscripts stay >= 16 px on the slide
+# Inside a subscript the prime is written t\prime (a glyph at subscript size), not t' (mathtext
+# makes that a superscript of the subscript, about 12 px on the slide).
 
 
 def box(ax, x, y, w, h, text, fill, weight="normal"):
@@ -96,22 +98,22 @@ def bahdanau(ax):
     for x, a in zip(XS, weights):
         arrow(ax, (x, 2.1), (3.6 + (x - 4.2) * 0.45, 3.55), colour=GREEN,
               width=1.5 + 8 * a, style="-")
-    ax.text(9.3, 3.05, r"线宽示意 $\alpha(s_{t'-1}, h_t)$", ha="center", va="center",
+    ax.text(9.3, 3.05, r"线宽示意 $\alpha(s_{t\prime-1}, h_t)$", ha="center", va="center",
             color=GREEN, fontsize=MATH + 1, weight="bold")
-    box(ax, 0.4, 6.6, 2.1, 0.9, r"$s_{t'-1}$", DECODER)   # wide enough for the subscript
+    box(ax, 0.4, 6.6, 2.1, 0.9, r"$s_{t\prime-1}$", DECODER)   # wide enough for the subscript
     arrow(ax, (0.5, 6.15), (2.6, 4.45), colour=BROWN, width=2.0)
     ax.text(0.7, 5.05, "查询", ha="center", va="center", color=BROWN, weight="bold")
-    box(ax, 6.6, 4.0, 1.5, 0.9, r"$c_{t'}$", CONTEXT, "bold")
+    box(ax, 6.6, 4.0, 1.5, 0.9, r"$c_{t\prime}$", CONTEXT, "bold")
     arrow(ax, (4.9, 4.0), (5.85, 4.0))
-    ax.text(9.5, 4.0, r"$y_{t'-1}$", ha="center", va="center", color=INK, fontsize=MATH)
+    ax.text(9.5, 4.0, r"$y_{t\prime-1}$", ha="center", va="center", color=INK, fontsize=MATH)
     box(ax, 8.0, 6.6, 1.8, 0.9, "GRU", "#e5e7eb")
     arrow(ax, (1.45, 6.6), (7.1, 6.6))
     arrow(ax, (6.8, 4.45), (7.6, 6.15))                      # context
     arrow(ax, (9.3, 4.3), (8.5, 6.15))                       # previous token, embedded
-    box(ax, 10.9, 6.6, 1.5, 0.9, r"$s_{t'}$", DECODER)
+    box(ax, 10.9, 6.6, 1.5, 0.9, r"$s_{t\prime}$", DECODER)
     arrow(ax, (8.9, 6.6), (10.15, 6.6))
     arrow(ax, (10.9, 7.05), (10.9, 7.55))
-    ax.text(10.9, 7.9, r"$y_{t'}$", ha="center", va="center", color=INK, fontsize=MATH)
+    ax.text(10.9, 7.9, r"$y_{t\prime}$", ha="center", va="center", color=INK, fontsize=MATH)
     # Only the first step starts from the encoder: s_{t'-1} = s_0 = h_4 when t' = 1.
     ax.text(-0.8, 7.55, "$t'=1$ 时 $s_0 = h_4$", ha="left", va="center", color=RED, fontsize=MATH)
     ax.set_title("(b) Bahdanau 注意力：每一步重新汇聚编码器的全部状态", color=INK)
