@@ -11,7 +11,8 @@ writes, next to this script:
   sequence of the batch: (B, L, 1, h) + (B, 1, S, h) -> (B, L, S, h), every
   cell an h-vector (drawn as a small column vector), then w_v -> (B, L, S).
 * 03_dot_product_shapes.png -- softmax(Q K^T / sqrt(E)) V drawn to scale
-  (L = 3, S = 5, E = 2, Ev = 4), per sequence; the batch uses @ (torch.bmm), which adds B in front.
+  (L = 3, S = 5, E = 2, Ev = 4), per sequence (the slide's notes say that the batch uses @,
+  torch.bmm, which adds B in front).
 
 All are drawn in the course figure style of attention_utils (fonts, CJK
 fallback) and saved with its figure report, so tests/test_lecture_rules.py can
@@ -111,7 +112,7 @@ def additive_broadcast():
     """(B, L, 1, h) + (B, 1, S, h) -> (B, L, S, h) -> tanh, @ w_v -> (B, L, S), one sequence shown."""
     L, S, cell = 3, 5, 66
     fig, ax = canvas(10.6, 4.15)
-    x0, y0 = 190, 85                        # top-left corner of the L x S grid
+    x0, y0 = 300, 85                        # top-left corner of the L x S grid
     for i in range(L):
         box(ax, x0 - 112, y0 + i * cell + 6, 96, cell - 12, rf"$\mathbf{{W}}_q\mathbf{{q}}_{i + 1}$", BLUE, 15)
     for j in range(S):
@@ -121,7 +122,8 @@ def additive_broadcast():
             ax.add_patch(Rectangle((x0 + j * cell, y0 + i * cell), cell, cell,
                                    facecolor=FILL[PURPLE], edgecolor=PURPLE, lw=1.2))
             h_vector(ax, x0 + j * cell + cell / 2 - 6, y0 + i * cell + cell / 2 - 24)
-    ax.text(x0 - 64, y0 - 46, "(B, L, 1, h)", ha="center", fontsize=14, color=BLUE)
+    ax.text(x0 - 124, y0 + L * cell / 2, "(B, L, 1, h)", ha="right", va="center",   # left of the queries
+            fontsize=14, color=BLUE)
     ax.text(x0 + S * cell + 10, y0 - 36, "(B, 1, S, h)", ha="left", fontsize=14, color=ORANGE)
     ax.text(x0 + S * cell / 2, y0 + L * cell + 30,
             r"$\tanh(\mathbf{W}_q\mathbf{q}_i + \mathbf{W}_k\mathbf{k}_j)$：(B, L, S, h)",
@@ -148,7 +150,7 @@ def additive_broadcast():
 def dot_product_shapes():
     """softmax(Q K^T / sqrt(E)) V with rectangles drawn to scale: L=3, S=5, E=2, Ev=4."""
     u = 27
-    fig, ax = canvas(10.4, 2.25)
+    fig, ax = canvas(10.4, 1.98)     # the per-sequence / batch remark is in the slide's notes
     y = 42
 
     def matrix(x, rows, cols, color, label, shape):
@@ -175,8 +177,6 @@ def dot_product_shapes():
     x = matrix(x + 50, 5, 4, GREEN, r"$\mathbf{V}$", "(S, Ev)")
     op(x + 25, r"$=$")
     matrix(x + 50, 3, 4, GREEN, "输出", "(L, Ev)")
-    ax.text(20, y + 5 * u + 26, "每个序列一次；批量用 @（即 torch.bmm），形状前加一个 B。",
-            ha="left", va="center", fontsize=15, color=INK)
     return fig
 
 
