@@ -195,7 +195,7 @@ def transpose_qkv_diagram():
 
     # arrows: transpose_qkv left to right above the middle, transpose_output back below it
     for start, end, forward, backward in [
-            (x1 + H * D * CELL_W + 0.3, x2 - 0.3, "reshape\n+ permute", "permute\n+ reshape"),
+            (x1 + H * D * CELL_W + 0.3, x2 - 0.3, "reshape\n+ permute", "permute\n+ reshape\n（复制）"),
             (x2 + 2 * D * CELL_W + head_gap + 0.3, x3 - 0.3, "reshape\n（复制）", "reshape")]:
         arrow(ax, (start, middle + 0.2), (end, middle + 0.2), FORWARD)
         ax.text((start + end) / 2, middle + 0.4, forward, ha="center", va="bottom",
@@ -212,7 +212,7 @@ def transpose_qkv_diagram():
                      "第 0、1 列属于头 0，第 2、3 列属于头 1。中：reshape 加 permute 得到现代布局 (B, H, n, d)，"
                      "每个序列拆成头 0、头 1 两块。右：再 reshape（复制一份）得到书的布局 (B·H, n, d)，"
                      "第 0 到 3 片（沿第 0 维）依次是序列 0 的头 0、序列 0 的头 1、序列 1 的头 0、序列 1 的头 1。"
-                     "反向箭头是 transpose_output，原路返回。")
+                     "反向箭头是 transpose_output，原路返回；左段的 reshape 也复制一份。")
     save(fig, "04_transpose_qkv.png")
 
 
