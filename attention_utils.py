@@ -1991,7 +1991,7 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             Chinese labels ('查询', '权重') are not read sideways. Default
             (None): True when the y label or the colour-bar label is Chinese,
             False otherwise (the book's rotated English labels).
-        gamma: None (default) for a linear colour scale. A number in (0, 1)
+        gamma: None (default) for a linear colour scale. A number in (0, 1]
             stretches it by a power (``matplotlib.colors.PowerNorm``): with
             0.5, colour follows the square root of the value, so a pale band
             of small weights next to a few large ones is still seen. Say so

@@ -290,8 +290,7 @@ def test_show_heatmaps_square_root_scale_and_colour_bar_size():
     assert isinstance(norm, matplotlib.colors.PowerNorm) and norm.gamma == 0.5
     assert norm(0.25) == pytest.approx(0.5)                     # a quarter of the top: halfway in colour
     assert "色标从 0 到 1，按平方根拉伸" in au._figure_alt(fig)
-    assert isinstance(images(au.show_heatmaps(weights, "k", "q")).__getitem__(0).norm,
-                      matplotlib.colors.Normalize)
+    assert type(images(au.show_heatmaps(weights, "k", "q"))[0].norm) is matplotlib.colors.Normalize
     assert "拉伸" not in au._figure_alt(au.show_heatmaps(weights, "键", "查询"))
 
     def bar_height(**options):
