@@ -1958,7 +1958,7 @@ def _colour_range(values):
 def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                   cmap="Reds", *, mask=None, share_scale=True, vmax=None, vmin=None,
                   colorbar_label=None, upright_labels=None, gamma=None,
-                  colorbar_shrink=0.6, colorbar_aspect=20, alt=None):
+                  colorbar_shrink=0.6, colorbar_aspect=20, colorbar=True, alt=None):
     """Draw a grid of attention matrices, as ``d2l.show_heatmaps`` does.
 
     Args:
@@ -2001,6 +2001,8 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
             ``shrink`` and ``aspect``; the defaults draw the bar the book
             draws). A single wide panel reads better with a longer, wider
             bar, e.g. 0.9 and 10.
+        colorbar: False draws no colour bar, e.g. when the weights are
+            written in the cells.
         alt: the figure's text alternative. Default: built when the figure is
             shown, from the shape, the axis labels (and token tick labels)
             and where the largest values lie, e.g. '热力图：10 个查询 ×
@@ -2058,7 +2060,7 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                 image = ax.imshow(shown, cmap=cmap, norm=norm)
             if not keep[i, j].all():
                 _hatch(ax, ~keep[i, j])
-            if not share_scale:
+            if colorbar and not share_scale:
                 _label_colorbar(fig.colorbar(image, ax=ax, **bar), colorbar_label, upright_labels)
             if i == num_rows - 1:
                 ax.set_xlabel(xlabel)
@@ -2066,7 +2068,7 @@ def show_heatmaps(matrices, xlabel, ylabel, titles=None, figsize=(2.5, 2.5),
                 ax.set_ylabel(ylabel, **(dict(rotation=0, ha="right", va="center") if upright_labels else {}))
             if titles is not None:
                 ax.set_title(titles[j])
-    if share_scale:
+    if colorbar and share_scale:
         _label_colorbar(fig.colorbar(image, ax=axes, **bar), colorbar_label, upright_labels)
     low, high = _colour_range(matrices[keep])
     low, high = (low if bottom is None else bottom), (high if top is None else top)

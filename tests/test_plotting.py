@@ -283,7 +283,8 @@ def test_show_heatmaps_writes_chinese_labels_level(upright):
 
 
 def test_show_heatmaps_square_root_scale_and_colour_bar_size():
-    """gamma and the colour-bar size are options, so no deck swaps the module's bar or norm."""
+    """gamma, the colour-bar size and no colour bar are options, so no deck swaps or
+    removes the module's bar or norm."""
     weights = torch.tensor([[0.01, 0.25], [0.04, 1.0]])
     fig = au.show_heatmaps(weights, "键", "查询", gamma=0.5, colorbar_label="权重（平方根色标）")
     norm = images(fig)[0].norm
@@ -302,6 +303,10 @@ def test_show_heatmaps_square_root_scale_and_colour_bar_size():
     (short, thin), (long, wide) = bar_height(), bar_height(colorbar_shrink=0.9, colorbar_aspect=10)
     assert short == pytest.approx(0.6, abs=0.02) and long == pytest.approx(0.9, abs=0.02)
     assert wide.width / wide.height > thin.width / thin.height  # aspect 10 is a wider bar than 20
+    for share_scale in (True, False):                       # no bar at all, panels keep their images
+        bare = au.show_heatmaps(grid(1, 2), "k", "q", share_scale=share_scale, colorbar=False)
+        assert len(bare.axes) == 2 and all(ax.images for ax in bare.axes)
+    assert len(au.show_heatmaps(grid(1, 2), "k", "q", share_scale=False).axes) == 4
     for options, received in [(dict(gamma=2), "got 2"), (dict(gamma=0), "got 0"),
                               (dict(colorbar_shrink=1.5), "got 1.5"),
                               (dict(colorbar_aspect=0), "got 0")]:
